@@ -1,0 +1,52 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let upcomingFeatures: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Loadable",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    products: [
+        .library(name: "Loadable", targets: ["Loadable"]),
+        .library(name: "LoadableGroup", targets: ["LoadableGroup"]),
+        .library(name: "LoadableSyncer", targets: ["LoadableSyncer"]),
+        .library(name: "LoadableTesting", targets: ["LoadableTesting"]),
+        .executable(name: "loadable-demo", targets: ["loadable-demo"]),
+    ],
+    targets: [
+        .target(name: "Loadable", swiftSettings: upcomingFeatures),
+        .target(name: "LoadableGroup", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .target(name: "LoadableSyncer", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .target(name: "LoadableTesting", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .executableTarget(
+            name: "loadable-demo",
+            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "LoadableTests",
+            dependencies: ["Loadable", "LoadableTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "LoadableGroupTests",
+            dependencies: ["LoadableGroup", "LoadableTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "LoadableSyncerTests",
+            dependencies: ["LoadableSyncer", "LoadableTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "LoadableTestingTests",
+            dependencies: ["LoadableTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

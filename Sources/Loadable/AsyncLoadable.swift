@@ -1,0 +1,99 @@
+/// A ``Loadable`` whose sync is one `async` call.
+///
+/// Pass the call as a closure, or subclass and override ``load()``:
+///
+/// ```swift
+/// let profile = AsyncLoadable { try await api.profile() }
+/// profile.sync()
+///
+/// final class FeedLoadable: AsyncLoadable<[Post]> {
+///     let api: API
+///     init(api: API) { self.api = api; super.init() }
+///     override func load() async throws -> [Post] { try await api.feed() }
+/// }
+/// ```
+///
+/// Each sync runs ``load()`` in a new task. ``Loadable/cancelSync()`` cancels that task and
+/// restores the state from before the sync; a result that arrives after a cancel, or after a newer
+/// sync started, is ignored. Releasing a closure-based loadable cancels its running load (a
+/// subclass's ``load()`` keeps its loadable alive until it returns).
+///
+/// Isolated to the main actor; observers are called on the main actor.
+@MainActor
+open class AsyncLoadable<Contents>: Loadable<Contents> {
+    private let loader: (@MainActor () async throws -> Contents)?
+    private var task: Task<Void, Never>?
+    private var generation = 0
+
+    /// Creates a loadable that runs `load` on each sync.
+    ///
+    /// - Parameters:
+    ///   - contents: Contents to start with, if any.
+    ///   - load: The work of one sync, started on the main actor.
+    public init(contents: Contents? = nil, load: @escaping @MainActor () async throws -> Contents) {
+        loader = load
+        super.init(contents: contents)
+    }
+
+    /// Creates a loadable for a subclass that overrides ``load()``.
+    ///
+    /// - Parameter contents: Contents to start with, if any.
+    public override init(contents: Contents? = nil) {
+        loader = nil
+        super.init(contents: contents)
+    }
+
+    /// The work of one sync: returns the new contents or throws why it failed.
+    ///
+    /// Called on the main actor in a new task for each sync; the task is cancelled by
+    /// ``Loadable/cancelSync()``. By default it calls the closure given to ``init(contents:load:)``.
+    open func load() async throws -> Contents {
+        guard let loader else {
+            preconditionFailure(
+                "\(type(of: self)) must override load() or be created with init(load:)"
+            )
+        }
+        return try await loader()
+    }
+
+    /// Starts ``load()`` in a task. Not meant to be overridden further.
+    public final override func doSync() {
+        generation += 1
+        let generation = generation
+        if let loader {
+            // Hold only the closure while loading, so releasing the loadable cancels the load.
+            task = Task { [weak self] in
+                let result: Result<Contents, any Error>
+                do { result = .success(try await loader()) } catch { result = .failure(error) }
+                self?.finish(generation, with: result)
+            }
+        } else {
+            task = Task {
+                let result: Result<Contents, any Error>
+                do { result = .success(try await self.load()) } catch { result = .failure(error) }
+                self.finish(generation, with: result)
+            }
+        }
+    }
+
+    /// Cancels the running ``load()`` task. Not meant to be overridden further.
+    public final override func doCancelSync() {
+        generation += 1
+        task?.cancel()
+        task = nil
+    }
+
+    private func finish(_ generation: Int, with result: Result<Contents, any Error>) {
+        // A late result (after a cancel or a newer sync) is dropped.
+        guard generation == self.generation, loadableState == .syncing else { return }
+        task = nil
+        switch result {
+        case .success(let contents): setDidSyncSuccessfully(contents)
+        case .failure(let error): setDidFailToSync(error)
+        }
+    }
+
+    deinit {
+        task?.cancel()
+    }
+}

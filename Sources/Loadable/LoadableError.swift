@@ -1,0 +1,20 @@
+/// Errors the framework itself reports.
+///
+/// ```swift
+/// do {
+///     let photos = try await photosLoadable.syncedContents()
+/// } catch LoadableError.unspecified {
+///     // The loadable failed without saying why.
+/// }
+/// ```
+public enum LoadableError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The loadable failed to sync (or ended a sync without contents) and gave no error of its own.
+    case unspecified
+
+    /// A readable explanation of the error.
+    public var description: String {
+        switch self {
+        case .unspecified: "The loadable failed to sync without giving a reason"
+        }
+    }
+}

@@ -1,0 +1,49 @@
+internal import Foundation
+
+/// A token that keeps one observer of a loadable registered.
+///
+/// The observation ends when you call ``cancel()`` or release the token. The token holds the
+/// loadable weakly, so observing never keeps a loadable alive.
+///
+/// Isolated to the main actor. Releasing the token on the main thread removes the observer at
+/// once; releasing it elsewhere hands the removal to the main actor.
+///
+/// ```swift
+/// final class PhotosScreen {
+///     private var observation: LoadableObservation?
+///     func bind(to photos: PhotosLoadable) {
+///         observation = photos.observe { photos in render(photos.snapshot) }
+///     }
+/// }
+/// ```
+@MainActor
+public final class LoadableObservation {
+    private weak var owner: (any ObserverOwner)?
+    private let id: Int
+
+    package init(owner: any ObserverOwner, id: Int) {
+        self.owner = owner
+        self.id = id
+    }
+
+    /// Whether the observer is still registered: not cancelled and the loadable still exists.
+    public var isActive: Bool { owner != nil }
+
+    /// Ends the observation; the handler is not called again. Calling it again does nothing.
+    public func cancel() {
+        owner?.unregisterObserver(id)
+        owner = nil
+    }
+
+    deinit {
+        guard let owner else { return }
+        let id = id
+        if Thread.isMainThread {
+            // The main thread is where the main actor runs (an async `main` or `dispatchMain()`
+            // on Linux, the main run loop on Apple platforms), so this cannot fail.
+            MainActor.assumeIsolated { owner.unregisterObserver(id) }
+        } else {
+            Task { @MainActor [weak owner] in owner?.unregisterObserver(id) }
+        }
+    }
+}

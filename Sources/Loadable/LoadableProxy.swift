@@ -1,0 +1,60 @@
+/// A ``PureLoadableProxy`` for a loadable that can sync, which can be asked to sync before its
+/// target exists.
+///
+/// A ``sync()`` or ``syncIfNeeded()`` asked for before there is a target shows
+/// ``LoadableState/syncing`` and is replayed as `syncIfNeeded()` on the target when it arrives.
+/// With a target, both are forwarded as they are (even while the target syncs: a group target may
+/// be syncing while one member still needs a sync).
+///
+/// ```swift
+/// let profile = LoadableProxy<ProfileLoadable>()
+/// profile.sync()                        // shows `syncing` at once
+/// profile.target = ProfileLoadable(id)  // the target is asked to `syncIfNeeded()`
+/// ```
+///
+/// Setting the target to `nil` keeps a pending sync pending until the next target arrives.
+///
+/// Isolated to the main actor; observers are called on the main actor.
+@MainActor
+open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, SyncableLoadable {
+    /// Creates a proxy.
+    ///
+    /// - Parameter target: The loadable to stand for, if known already.
+    public override init(target: Target? = nil) {
+        super.init(target: target)
+    }
+
+    /// The target's ``SyncableLoadable/needsSync``; `true` without a target.
+    public var needsSync: Bool { target?.needsSync ?? true }
+
+    /// Forwards `sync()` to the target, or shows ``LoadableState/syncing`` until a target arrives.
+    public func sync() {
+        if let target {
+            target.sync()
+        } else {
+            requestSyncWithoutTarget()
+        }
+    }
+
+    /// Forwards `syncIfNeeded()` to the target, or shows ``LoadableState/syncing`` until a target
+    /// arrives.
+    public func syncIfNeeded() {
+        if let target {
+            target.syncIfNeeded()
+        } else {
+            requestSyncWithoutTarget()
+        }
+    }
+
+    private func requestSyncWithoutTarget() {
+        guard ownState != .syncing else { return }
+        ownState = .syncing
+        forwardChange()
+    }
+
+    package override func targetWillBeObserved(_ target: Target) {
+        guard ownState == .syncing else { return }
+        ownState = .idle
+        target.syncIfNeeded()
+    }
+}

@@ -1,0 +1,90 @@
+/// A loadable that follows another one and shows its contents transformed.
+///
+/// Made by ``ContentsLoadable/map(_:)``. Its state, error and availability are the source's; its
+/// contents are `transform(source.contents)`, computed when the source notifies with contents
+/// available (and once at creation). It holds the source strongly.
+///
+/// Isolated to the main actor; observers are called on the main actor.
+///
+/// ```swift
+/// let count = photos.map { $0.count }
+/// let token = count.observe { print($0.contents ?? 0) }
+/// ```
+@MainActor
+public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsLoadable {
+    /// The loadable this one follows.
+    public let source: Source
+    package var observerList = ObserverList()
+    private let transform: @MainActor (Source.Contents) -> Contents
+    private var sourceObservation: LoadableObservation?
+    /// The transformed contents; kept while the source keeps its contents.
+    public private(set) var contents: Contents?
+
+    /// Creates a loadable showing `transform(source.contents)`.
+    ///
+    /// - Parameters:
+    ///   - source: The loadable to follow.
+    ///   - transform: Turns the source's contents into this loadable's contents.
+    public init(_ source: Source, transform: @escaping @MainActor (Source.Contents) -> Contents) {
+        self.source = source
+        self.transform = transform
+        refresh()
+        sourceObservation = source.addObserver { [unowned self] _ in
+            self.refresh()
+            self.notifyObservers()
+        }
+    }
+
+    private func refresh() {
+        if source.isContentsAvailable, let sourceContents = source.contents {
+            contents = transform(sourceContents)
+        } else if !source.isContentsAvailable {
+            contents = nil
+        }
+    }
+
+    /// The source's state.
+    public var loadableState: LoadableState { source.loadableState }
+    /// The source's error.
+    public var error: (any Error)? { source.error }
+    /// Whether the source has contents and the transformed contents exist.
+    public var isContentsAvailable: Bool { source.isContentsAvailable && contents != nil }
+
+    /// Calls `handler` after every change of the source.
+    ///
+    /// - Parameter handler: Called on the main actor with this loadable.
+    /// - Returns: The token that keeps the observation alive.
+    public func addObserver(
+        _ handler: @escaping @MainActor (any PureLoadable) -> Void
+    ) -> LoadableObservation {
+        registerObserver(handler)
+    }
+}
+
+extension MappedLoadable: ObserverOwner {}
+
+extension MappedLoadable: SyncableLoadable where Source: SyncableLoadable {
+    /// The source's ``SyncableLoadable/needsSync``.
+    public var needsSync: Bool { source.needsSync }
+    /// Asks the source to sync.
+    public func sync() { source.sync() }
+    /// Asks the source to sync if needed.
+    public func syncIfNeeded() { source.syncIfNeeded() }
+}
+
+extension ContentsLoadable {
+    /// A loadable that follows this one and shows its contents transformed.
+    ///
+    /// ```swift
+    /// let names = users.map { $0.map(\.name) }
+    /// ```
+    ///
+    /// - Parameter transform: Turns this loadable's contents into the new contents; runs on the
+    ///   main actor when this loadable notifies with contents available.
+    /// - Returns: A loadable with the source's state, error and availability.
+    public func map<NewContents>(
+        _ transform: @escaping @MainActor (Contents) -> NewContents
+    ) -> MappedLoadable<Self, NewContents> {
+        MappedLoadable(self, transform: transform)
+    }
+}

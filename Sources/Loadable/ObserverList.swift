@@ -1,0 +1,141 @@
+/// The observers of one loadable, in the order they were added.
+///
+/// A value stored inline in every loadable. It never calls user code itself: the owner runs the
+/// notification round (``ObserverOwner/notifyObservers()``) so no access to this struct is held
+/// while a handler runs.
+///
+/// Rules it implements: observers added during a round are not called in it; observers removed
+/// during a round and not yet called are skipped; a notification asked for during a round is
+/// queued as one more round after the current one.
+package struct ObserverList {
+    package typealias Handler = @MainActor (any PureLoadable) -> Void
+
+    private struct Entry {
+        var id: Int
+        var handler: Handler?
+    }
+
+    private var entries: ContiguousArray<Entry> = []
+    private var nextID = 0
+    private var isNotifying = false
+    private var hasQueuedRound = false
+    private var hasRemovedEntries = false
+    /// The number of observers currently registered.
+    package private(set) var count = 0
+
+    package init() {}
+
+    /// Whether no observer is registered.
+    package var isEmpty: Bool { count == 0 }
+
+    /// Registers `handler` and returns its identifier.
+    package mutating func add(_ handler: @escaping Handler) -> Int {
+        let id = nextID
+        nextID += 1
+        entries.append(Entry(id: id, handler: handler))
+        count += 1
+        return id
+    }
+
+    /// Unregisters the observer `id`. Returns `false` if it was not registered.
+    package mutating func remove(_ id: Int) -> Bool {
+        // Identifiers grow with every `add`, so the entries are sorted by `id`.
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].id < id { low = mid + 1 } else { high = mid }
+        }
+        guard low < entries.count, entries[low].id == id, entries[low].handler != nil else {
+            return false
+        }
+        count -= 1
+        if isNotifying {
+            entries[low].handler = nil
+            hasRemovedEntries = true
+        } else {
+            entries.remove(at: low)
+        }
+        return true
+    }
+
+    /// Starts a round. Returns `false`, and queues one more round, if a round is running.
+    package mutating func beginRound() -> Bool {
+        if isNotifying {
+            hasQueuedRound = true
+            return false
+        }
+        isNotifying = true
+        hasQueuedRound = false
+        return true
+    }
+
+    /// The number of entries the round being started visits.
+    package var roundEnd: Int { entries.count }
+
+    /// The handler at `index`, or `nil` if it was removed.
+    package func handler(at index: Int) -> Handler? { entries[index].handler }
+
+    /// Ends a round. Returns `true` if another round was asked for meanwhile and must run now.
+    package mutating func endRound() -> Bool {
+        if hasQueuedRound {
+            hasQueuedRound = false
+            return true
+        }
+        isNotifying = false
+        if hasRemovedEntries {
+            entries.removeAll { $0.handler == nil }
+            hasRemovedEntries = false
+        }
+        return false
+    }
+}
+
+/// A loadable that keeps an ``ObserverList`` and hands out ``LoadableObservation`` tokens.
+@MainActor
+package protocol ObserverOwner: PureLoadable, Sendable {
+    /// The observers.
+    var observerList: ObserverList { get set }
+    /// Called after the first observer was added.
+    func observerListDidBecomeNonEmpty()
+    /// Called after the last observer was removed.
+    func observerListDidBecomeEmpty()
+    /// Removes the observer `id` (called by its token).
+    func unregisterObserver(_ id: Int)
+}
+
+extension ObserverOwner {
+    package func observerListDidBecomeNonEmpty() {}
+    package func observerListDidBecomeEmpty() {}
+
+    /// Registers `handler` and returns the token that keeps it registered.
+    package func registerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
+        let id = observerList.add(handler)
+        if observerList.count == 1 { observerListDidBecomeNonEmpty() }
+        return LoadableObservation(owner: self, id: id)
+    }
+
+    /// Removes the observer `id` (called by its token).
+    package func unregisterObserver(_ id: Int) {
+        if observerList.remove(id), observerList.isEmpty { observerListDidBecomeEmpty() }
+    }
+
+    /// Calls every observer with `self`, in the order they were added.
+    ///
+    /// If a round is running (an observer changed this loadable), the notification is queued as
+    /// one more round right after the current one instead of nesting.
+    package func notifyObservers() {
+        guard observerList.beginRound() else { return }
+        // Keep `self` alive for the whole round even if an observer releases the last reference.
+        withExtendedLifetime(self) {
+            repeat {
+                let end = observerList.roundEnd
+                var index = 0
+                while index < end {
+                    if let handler = observerList.handler(at: index) { handler(self) }
+                    index += 1
+                }
+            } while observerList.endRound()
+        }
+    }
+}

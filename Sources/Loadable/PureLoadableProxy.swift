@@ -1,0 +1,101 @@
+/// A loadable that stands for another one that may not exist yet: a "promise for a promise".
+///
+/// With no ``target`` it is ``LoadableState/idle`` with no contents and no error. With a target
+/// its state, error and availability are the target's, and every notification of the target is
+/// forwarded. Setting a different target notifies once.
+///
+/// ```swift
+/// let avatar = PureLoadableProxy<PushLoadable<Image>>()
+/// let token = avatar.observe { render($0) }   // observe now...
+/// avatar.target = imageCache.image(for: url) // ...point it at the real loadable later
+/// ```
+///
+/// The proxy holds its target strongly. Override ``proxyDidChange()`` to update derived values
+/// before observers are told.
+///
+/// Isolated to the main actor; observers are called on the main actor.
+@MainActor
+open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, @MainActor CustomStringConvertible {
+    package var observerList = ObserverList()
+    private var targetObservation: LoadableObservation?
+    /// The proxy's own state, shown while there is no target.
+    package var ownState: LoadableState = .idle
+
+    /// The loadable the proxy stands for; `nil` until it is known.
+    ///
+    /// Setting a different object (or `nil` after an object) re-subscribes, calls
+    /// ``proxyDidChange()`` and notifies observers once. Setting the same object does nothing.
+    public var target: Target? {
+        didSet {
+            guard oldValue !== target else { return }
+            targetObservation?.cancel()
+            targetObservation = nil
+            if let target {
+                targetWillBeObserved(target)
+                targetObservation = target.addObserver { [unowned self] _ in
+                    self.forwardChange()
+                }
+            }
+            forwardChange()
+        }
+    }
+
+    /// Creates a proxy.
+    ///
+    /// - Parameter target: The loadable to stand for, if known already.
+    public init(target: Target? = nil) {
+        self.target = target
+        if let target {
+            targetWillBeObserved(target)
+            targetObservation = target.addObserver { [unowned self] _ in
+                self.forwardChange()
+            }
+        }
+    }
+
+    /// The target's state; the proxy's own (``LoadableState/idle``) without a target.
+    public var loadableState: LoadableState { target?.loadableState ?? ownState }
+
+    /// The target's error; `nil` without a target.
+    public var error: (any Error)? { target?.error }
+
+    /// The target's availability; `false` without a target.
+    public var isContentsAvailable: Bool { target?.isContentsAvailable ?? false }
+
+    /// Calls `handler` after every change of the proxy or of its target.
+    ///
+    /// - Parameter handler: Called on the main actor with the proxy.
+    /// - Returns: The token that keeps the observation alive.
+    public final func addObserver(
+        _ handler: @escaping @MainActor (any PureLoadable) -> Void
+    ) -> LoadableObservation {
+        registerObserver(handler)
+    }
+
+    /// Called before observers are notified of any change (target set, target notified).
+    ///
+    /// Does nothing by default; override it to update values derived from the target.
+    open func proxyDidChange() {}
+
+    /// `<TypeName: state, contents available: yes|no, target: …>`.
+    open var description: String {
+        let targetText = target.map { String(describing: $0) } ?? "none"
+        return "<\(type(of: self)): \(loadableState), contents available: \(isContentsAvailable ? "yes" : "no"), "
+            + "target: \(targetText)>"
+    }
+
+    /// Called with a new target before the proxy subscribes to it.
+    package func targetWillBeObserved(_ target: Target) {}
+
+    package final func forwardChange() {
+        proxyDidChange()
+        notifyObservers()
+    }
+}
+
+extension PureLoadableProxy: ObserverOwner {}
+
+extension PureLoadableProxy: ContentsLoadable where Target: ContentsLoadable {
+    /// The target's contents; `nil` without a target.
+    public var contents: Target.Contents? { target?.contents }
+}

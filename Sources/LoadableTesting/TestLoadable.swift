@@ -1,0 +1,198 @@
+public import Loadable
+
+/// A loadable for tests whose every property a test sets by hand, and which counts how it is used.
+///
+/// Setting ``loadableState`` notifies observers (even to the same value); setting ``contents``,
+/// ``error``, ``isContentsAvailable`` or ``needsSync`` does not, so a test can prepare a change and
+/// then announce it. ``sync()`` moves to ``LoadableState/syncing`` and never finishes by itself:
+/// the test finishes it.
+///
+/// Isolated to the main actor; observers are called on the main actor.
+///
+/// ```swift
+/// @Test @MainActor func groupFollowsItsMembers() {
+///     let a = TestLoadable<Int>(), b = TestLoadable<Int>()
+///     let group = LoadableGroup([a, b])
+///     group.sync()
+///     #expect(a.syncCount == 1)
+///     a.contents = 1; a.setDidSyncSuccessfully()
+///     b.setDidFailToSync(nil)
+///     #expect(group.loadableState == .didFailToSync)
+/// }
+/// ```
+@MainActor
+public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
+    package var observerList = ObserverList()
+    private var storedState: LoadableState = .idle
+    private var storedError: (any Error)?
+    private var storedIsContentsAvailable: Bool
+    private var storedNeedsSync: Bool?
+
+    /// Creates an idle test loadable.
+    ///
+    /// - Parameter contents: Contents to start with; ``isContentsAvailable`` starts as
+    ///   `contents != nil`.
+    public init(contents: Contents? = nil) {
+        self.contents = contents
+        storedIsContentsAvailable = contents != nil
+    }
+
+    /// The state; setting it notifies observers, even when the value does not change.
+    public var loadableState: LoadableState {
+        get {
+            loadableStateReadCount += 1
+            return storedState
+        }
+        set {
+            storedState = newValue
+            notifyObservers()
+        }
+    }
+
+    /// The contents; setting them does not notify.
+    public var contents: Contents?
+
+    /// The error; setting it does not notify.
+    public var error: (any Error)? {
+        get {
+            errorReadCount += 1
+            return storedError
+        }
+        set { storedError = newValue }
+    }
+
+    /// Whether contents are available; setting it does not notify. Starts as `contents != nil`.
+    public var isContentsAvailable: Bool {
+        get {
+            isContentsAvailableReadCount += 1
+            return storedIsContentsAvailable
+        }
+        set { storedIsContentsAvailable = newValue }
+    }
+
+    /// Whether a sync is needed; setting it does not notify.
+    ///
+    /// Until a test sets it, it follows ``Loadable``'s formula: contents not available, or the
+    /// state is idle or failed. Set it to `nil` to return to the formula.
+    public var needsSync: Bool {
+        get {
+            if let storedNeedsSync { return storedNeedsSync }
+            switch storedState {
+            case .idle, .didFailToSync: return true
+            case .syncing, .didSyncSuccessfully: return !storedIsContentsAvailable
+            }
+        }
+        set { storedNeedsSync = newValue }
+    }
+
+    /// Clears a value set through ``needsSync`` so that the default formula applies again.
+    public func resetNeedsSync() { storedNeedsSync = nil }
+
+    /// How many times ``sync()`` was called (including calls made by ``syncIfNeeded()``).
+    public private(set) var syncCount = 0
+    /// How many times ``syncIfNeeded()`` was called.
+    public private(set) var syncIfNeededCount = 0
+    /// How many observers were added.
+    public private(set) var addObserverCount = 0
+    /// How many observers were removed (cancelled or released).
+    public private(set) var removeObserverCount = 0
+    /// How many times ``loadableState`` was read.
+    public private(set) var loadableStateReadCount = 0
+    /// How many times ``isContentsAvailable`` was read.
+    public private(set) var isContentsAvailableReadCount = 0
+    /// How many times ``error`` was read.
+    public private(set) var errorReadCount = 0
+
+    /// Sets every counter back to zero.
+    public func resetCounters() {
+        syncCount = 0
+        syncIfNeededCount = 0
+        addObserverCount = 0
+        removeObserverCount = 0
+        resetReadCounts()
+    }
+
+    /// Sets the property read counters (``loadableStateReadCount``,
+    /// ``isContentsAvailableReadCount``, ``errorReadCount``) back to zero.
+    public func resetReadCounts() {
+        loadableStateReadCount = 0
+        isContentsAvailableReadCount = 0
+        errorReadCount = 0
+    }
+
+    /// Whether at least one observer is registered.
+    public var hasObservers: Bool { !observerList.isEmpty }
+
+    /// Counts the call; if not syncing, clears the error and moves to ``LoadableState/syncing``
+    /// (notifies). Never finishes by itself.
+    public func sync() {
+        syncCount += 1
+        guard storedState != .syncing else { return }
+        storedError = nil
+        loadableState = .syncing
+    }
+
+    /// Counts the call and calls ``sync()`` if ``needsSync`` is `true`.
+    public func syncIfNeeded() {
+        syncIfNeededCount += 1
+        if needsSync { sync() }
+    }
+
+    /// Moves to ``LoadableState/idle`` (notifies).
+    public func setIdle() { loadableState = .idle }
+
+    /// Moves to ``LoadableState/syncing`` (notifies) without counting a sync.
+    public func setSyncing() { loadableState = .syncing }
+
+    /// Makes contents available, clears the error and moves to
+    /// ``LoadableState/didSyncSuccessfully`` (notifies).
+    public func setDidSyncSuccessfully() {
+        storedIsContentsAvailable = true
+        storedError = nil
+        loadableState = .didSyncSuccessfully
+    }
+
+    /// Stores the contents and succeeds, as ``setDidSyncSuccessfully()`` does.
+    ///
+    /// - Parameter contents: The new contents.
+    public func setDidSyncSuccessfully(_ contents: Contents) {
+        self.contents = contents
+        setDidSyncSuccessfully()
+    }
+
+    /// Stores `error` and moves to ``LoadableState/didFailToSync`` (notifies). Contents stay.
+    ///
+    /// - Parameter error: Why the sync failed, or `nil`.
+    public func setDidFailToSync(_ error: (any Error)?) {
+        storedError = error
+        loadableState = .didFailToSync
+    }
+
+    /// Notifies observers without changing anything.
+    public func notifyDidChange() { notifyObservers() }
+
+    /// Calls `handler` after every notification until the returned token goes away.
+    ///
+    /// - Parameter handler: Called on the main actor with this loadable.
+    /// - Returns: The token that keeps the observation alive.
+    public func addObserver(
+        _ handler: @escaping @MainActor (any PureLoadable) -> Void
+    ) -> LoadableObservation {
+        addObserverCount += 1
+        return registerObserver(handler)
+    }
+}
+
+extension TestLoadable: ObserverOwner {
+    package func observerListDidBecomeEmpty() {}
+    package func unregisterObserver(_ id: Int) {
+        if observerList.remove(id) { removeObserverCount += 1 }
+    }
+}
+
+extension TestLoadable: @MainActor CustomStringConvertible {
+    /// `<TestLoadable: state, contents available: yes|no>`.
+    public var description: String {
+        "<TestLoadable: \(storedState), contents available: \(storedIsContentsAvailable ? "yes" : "no")>"
+    }
+}
