@@ -1,4 +1,4 @@
-internal import Foundation
+internal import Dispatch
 
 /// A token that keeps one observer of a loadable registered.
 ///
@@ -38,12 +38,27 @@ public final class LoadableObservation {
     deinit {
         guard let owner else { return }
         let id = id
-        if Thread.isMainThread {
-            // The main thread is where the main actor runs (an async `main` or `dispatchMain()`
-            // on Linux, the main run loop on Apple platforms), so this cannot fail.
+        if isRunningOnMainQueue() {
+            // The main actor runs its jobs on the main dispatch queue (on Linux that queue may be
+            // served by a thread other than the main thread), so this cannot fail.
             MainActor.assumeIsolated { owner.unregisterObserver(id) }
         } else {
             Task { @MainActor [weak owner] in owner?.unregisterObserver(id) }
         }
     }
+}
+
+/// Marks the main dispatch queue so that code can tell whether it runs on it from any thread.
+private let mainQueueKey: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+}()
+
+/// Whether the caller runs on the main dispatch queue, where the main actor runs its jobs.
+///
+/// `Thread.isMainThread` is not enough: on Linux, `dispatchMain()` (used by an async `main`)
+/// serves the main queue from a worker thread.
+private func isRunningOnMainQueue() -> Bool {
+    DispatchQueue.getSpecific(key: mainQueueKey) == true
 }
