@@ -1,5 +1,3 @@
-public import Loadable
-
 /// A loadable for tests whose every property a test sets by hand, and which counts how it is used.
 ///
 /// Setting ``loadableState`` notifies observers (even to the same value); setting ``contents``,

@@ -3,12 +3,14 @@ import Testing
 
 @Suite("LoadableState and LoadableSnapshot")
 struct LoadableStateTests {
-    @Test("descriptions are the kebab-case names", arguments: [
-        (LoadableState.idle, "idle"),
-        (.syncing, "syncing"),
-        (.didSyncSuccessfully, "did-sync-successfully"),
-        (.didFailToSync, "did-fail-to-sync"),
-    ])
+    @Test(
+        "descriptions are the kebab-case names",
+        arguments: [
+            (LoadableState.idle, "idle"),
+            (.syncing, "syncing"),
+            (.didSyncSuccessfully, "did-sync-successfully"),
+            (.didFailToSync, "did-fail-to-sync"),
+        ])
     func descriptions(state: LoadableState, text: String) {
         #expect(state.description == text)
         #expect("\([state])" == "[\(text)]")

@@ -110,7 +110,9 @@ struct LoadableTests {
         loadable.setIdle()
         loadable.setIdle()
         #expect(
-            recorder.states == [.syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle, .idle])
+            recorder.states == [
+                .syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle, .idle,
+            ])
         _ = token
     }
 
@@ -126,12 +128,14 @@ struct LoadableTests {
         #expect(loadable.error == nil)
     }
 
-    @Test("needsSync follows the state and availability", arguments: [
-        (LoadableState.idle, false, true), (.idle, true, true),
-        (.syncing, false, true), (.syncing, true, false),
-        (.didSyncSuccessfully, true, false),
-        (.didFailToSync, false, true), (.didFailToSync, true, true),
-    ])
+    @Test(
+        "needsSync follows the state and availability",
+        arguments: [
+            (LoadableState.idle, false, true), (.idle, true, true),
+            (.syncing, false, true), (.syncing, true, false),
+            (.didSyncSuccessfully, true, false),
+            (.didFailToSync, false, true), (.didFailToSync, true, true),
+        ])
     func needsSync(state: LoadableState, hasContents: Bool, expected: Bool) {
         let loadable = ManualLoadable(contents: hasContents ? 1 : nil)
         switch state {

@@ -1,0 +1,59 @@
+import Loadable
+import Observation
+import Testing
+
+@Suite("Observation framework integration")
+@MainActor
+struct ObservationTests {
+    /// Tracks `read` once and counts the changes Observation reports.
+    final class ChangeCounter: @unchecked Sendable {
+        var count = 0
+    }
+
+    private func track(_ read: @escaping @MainActor () -> Void) -> ChangeCounter {
+        let counter = ChangeCounter()
+        withObservationTracking {
+            read()
+        } onChange: {
+            counter.count += 1
+        }
+        return counter
+    }
+
+    @Test("reading loadableState tracks state changes", arguments: 0..<4)
+    func tracksEachProperty(property: Int) {
+        let loadable = ManualLoadable()
+        let counter = track {
+            switch property {
+            case 0: _ = loadable.loadableState
+            case 1: _ = loadable.contents
+            case 2: _ = loadable.error
+            default: _ = loadable.isContentsAvailable
+            }
+        }
+        #expect(counter.count == 0)
+        loadable.sync()
+        #expect(counter.count == 1)
+    }
+
+    @Test("every setter and notifyDidChange is reported", arguments: 0..<6)
+    func settersReported(setter: Int) {
+        let loadable = ManualLoadable(contents: 1)
+        let counter = track { _ = loadable.snapshot }
+        switch setter {
+        case 0: loadable.setSyncing()
+        case 1: loadable.setDidSyncSuccessfully(2)
+        case 2: loadable.setDidSyncSuccessfully()
+        case 3: loadable.setDidFailToSync(nil)
+        case 4: loadable.setIdle()
+        default: loadable.notifyDidChange()
+        }
+        #expect(counter.count == 1)
+    }
+
+    @Test("a loadable is Observable")
+    func isObservable() {
+        let loadable: any Observable = ManualLoadable()
+        #expect(loadable is ManualLoadable)
+    }
+}
