@@ -254,7 +254,9 @@ struct LoadableModelTests {
     // MARK: - Running
 
     static func randomOperation(_ random: inout SplitMix64, observerCount: Int) -> Operation {
-        let reactions: [Reaction] = [.none, .none, .syncOnFailure, .cancelSelf, .addObserver, .cancelNext, .cancelOnSyncing]
+        let reactions: [Reaction] = [
+            .none, .none, .syncOnFailure, .cancelSelf, .addObserver, .cancelNext, .cancelOnSyncing,
+        ]
         switch random.next() % 13 {
         case 0, 1: return .sync
         case 2: return .syncIfNeeded
@@ -286,7 +288,8 @@ struct LoadableModelTests {
             if model.state != loadable.loadableState || model.contents != loadable.contents
                 || model.errorCode != realCode || model.isError != (loadable.error != nil)
             {
-                return "step \(step) \(operation): state \(loadable.snapshot), model \(model.state)/\(model.contents ?? -1)"
+                return
+                    "step \(step) \(operation): state \(loadable.snapshot), model \(model.state)/\(model.contents ?? -1)"
             }
             if model.doSyncCount != loadable.doSyncCount || model.doCancelSyncCount != loadable.doCancelSyncCount {
                 return "step \(step) \(operation): doSync \(loadable.doSyncCount) vs \(model.doSyncCount)"
