@@ -49,7 +49,7 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     /// ``Loadable/cancelSync()``. By default it calls the closure given to ``init(contents:load:)``.
     open func load() async throws -> Contents {
         guard let loader else {
-            preconditionFailure(
+            fatalError(
                 "\(type(of: self)) must override load() or be created with init(load:)"
             )
         }

@@ -74,7 +74,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// calling ``PushLoadable/setDidSyncSuccessfully(_:)`` or ``PushLoadable/setDidFailToSync(_:)``,
     /// now or later. Do not call `super`.
     open func doSync() {
-        preconditionFailure(
+        fatalError(
             "\(type(of: self)) must override doSync(): Loadable does not know how to load its contents"
         )
     }

@@ -108,11 +108,13 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Use it after changing contents that ``isContentsAvailable`` accounts for. Calling it while
     /// no contents are available is a programmer error and stops the program.
     public final func setDidSyncSuccessfully() {
-        precondition(
-            isContentsAvailable,
-            "\(type(of: self)).setDidSyncSuccessfully() called while isContentsAvailable is false: "
-                + "a successful sync must leave contents available; pass them with setDidSyncSuccessfully(_:)"
-        )
+        guard isContentsAvailable else {
+            // `fatalError` (unlike `precondition`) prints its message in release builds too.
+            fatalError(
+                "\(type(of: self)).setDidSyncSuccessfully() called while isContentsAvailable is false: "
+                    + "a successful sync must leave contents available; pass them with setDidSyncSuccessfully(_:)"
+            )
+        }
         update(state: .didSyncSuccessfully, error: nil)
     }
 

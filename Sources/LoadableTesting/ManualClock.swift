@@ -74,6 +74,8 @@ public final class ManualClock: Clock, @unchecked Sendable {
         var requestedSleeps: [Swift.Duration] = []
         /// Sleepers resumed by `advance` that have not yet run again.
         var wakingIDs: Set<Int> = []
+        /// Grows whenever a sleep starts, ends or is cancelled; `settle` waits until it is still.
+        var activity = 0
 
         /// Removes and returns the count waits that the current number of sleepers satisfies.
         mutating func takeSatisfiedCountWaits() -> [CheckedContinuation<Void, Never>] {
@@ -120,6 +122,7 @@ public final class ManualClock: Clock, @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 enum Outcome { case cancelled, due, waiting([CheckedContinuation<Void, Never>]) }
                 let outcome = state.withLock { state -> Outcome in
+                    state.activity += 1
                     if state.cancelledIDs.remove(id) != nil { return .cancelled }
                     state.requestedSleeps.append(state.now.duration(to: deadline))
                     if deadline <= state.now { return .due }
@@ -134,6 +137,7 @@ public final class ManualClock: Clock, @unchecked Sendable {
             }
         } onCancel: {
             let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                state.activity += 1
                 if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
                     return state.sleepers.remove(at: index).continuation
                 }
@@ -142,7 +146,10 @@ public final class ManualClock: Clock, @unchecked Sendable {
             }
             continuation?.resume(throwing: CancellationError())
         }
-        state.withLock { _ = $0.wakingIDs.remove(id) }
+        state.withLock { state in
+            state.activity += 1
+            state.wakingIDs.remove(id)
+        }
     }
 
     /// Moves time forward by `duration`, waking every sleeper that falls due, in deadline order.
@@ -154,7 +161,9 @@ public final class ManualClock: Clock, @unchecked Sendable {
     ///   - duration: How far to move; must not be negative.
     ///   - isolation: The caller's actor, on which the woken work is given time to run.
     public func advance(by duration: Swift.Duration, isolation: isolated (any Actor)? = #isolation) async {
-        precondition(duration >= .zero, "ManualClock.advance(by:) needs a duration >= .zero, got \(duration)")
+        guard duration >= .zero else {
+            fatalError("ManualClock.advance(by:) needs a duration >= .zero, got \(duration)")
+        }
         let target = now.advanced(by: duration)
         await advance(to: target)
     }
@@ -193,7 +202,9 @@ public final class ManualClock: Clock, @unchecked Sendable {
     ///
     /// - Parameter count: How many pending sleeps to wait for; at least 1.
     public func waitForSleepers(count: Int = 1) async {
-        precondition(count >= 1, "ManualClock.waitForSleepers(count:) needs count >= 1, got \(count)")
+        guard count >= 1 else {
+            fatalError("ManualClock.waitForSleepers(count:) needs count >= 1, got \(count)")
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let isSatisfied = state.withLock { state -> Bool in
                 if state.sleepers.count >= count { return true }
@@ -225,14 +236,27 @@ public final class ManualClock: Clock, @unchecked Sendable {
     }
 
     /// Lets woken sleepers run again and hand their work to the caller's actor.
+    ///
+    /// Work that a woken sleeper starts may hop between the caller's actor and the global
+    /// executor (a syncer's timer fires on the main actor, then sleeps again from a new task). So
+    /// after the woken sleepers returned from `sleep`, this keeps giving both executors turns
+    /// until several rounds in a row pass without any sleep starting, ending or being cancelled.
     private func settle(isolation: isolated (any Actor)? = #isolation) async {
-        // Wait until every woken sleeper returned from `sleep`...
         while state.withLock({ !$0.wakingIDs.isEmpty }) {
             await Task.yield()
         }
-        // ...then give the caller's actor a few turns to run the work it was handed.
-        for _ in 0..<16 {
-            await Task.yield()
+        var quietRounds = 0
+        var lastActivity = state.withLock { $0.activity }
+        while quietRounds < 8 {
+            await Task.yield()  // a turn for the caller's actor...
+            await Task.detached {}.value  // ...and one for the global executor
+            let activity = state.withLock { $0.activity }
+            if activity == lastActivity {
+                quietRounds += 1
+            } else {
+                quietRounds = 0
+                lastActivity = activity
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ struct TestLoadableTests {
         #expect(count == 2)
         loadable.notifyDidChange()
         #expect(count == 3)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("sync counts, moves to syncing and never finishes by itself")
@@ -86,7 +86,7 @@ struct TestLoadableTests {
         #expect(loadable.addObserverCount == 0)
         #expect(loadable.removeObserverCount == 0)
         #expect(loadable.loadableStateReadCount == 0)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("a test loadable describes itself")

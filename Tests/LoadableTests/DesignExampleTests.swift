@@ -36,7 +36,7 @@ struct DesignExampleTests {
         let contents = try await photos.syncedContents()
         #expect(contents.map(\.url) == ["a.jpg"])
         #expect(seen == [.syncing, .didSyncSuccessfully])
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("PhotosLoadable reports its client's error and keeps old photos")

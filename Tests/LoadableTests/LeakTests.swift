@@ -37,7 +37,7 @@ struct LeakTests {
         #expect(weakSource != nil)
         mapped = nil
         #expect(weakSource == nil)
-        _ = mapped
+        withExtendedLifetime(mapped) {}
     }
 
     @Test("a stream does not keep its loadable alive")

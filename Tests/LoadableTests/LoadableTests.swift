@@ -37,7 +37,7 @@ struct LoadableTests {
         #expect(seen.first?.1 == true)  // error cleared before observers ran
         #expect(seen.first?.2 == 0)  // doSync runs after observers
         #expect(loadable.doSyncCount == 1)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("sync while syncing does nothing")
@@ -50,7 +50,7 @@ struct LoadableTests {
         loadable.syncIfNeeded()
         #expect(loadable.doSyncCount == 1)
         #expect(recorder.states == [.syncing])
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("doSync may finish synchronously: observers see syncing then the outcome")
@@ -63,7 +63,7 @@ struct LoadableTests {
         #expect(recorder.states == [.syncing, .didSyncSuccessfully])
         #expect(loadable.contents == 5)
         #expect(!loadable.needsSync)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("contents are kept across re-syncs and failures")
@@ -95,7 +95,7 @@ struct LoadableTests {
         loadable.setDidFailToSync(TestError("b"))
         #expect(recorder.states == [.didFailToSync, .didFailToSync])
         #expect(loadable.error as? TestError == TestError("b"))
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("every setter notifies, even without a change of state")
@@ -113,7 +113,7 @@ struct LoadableTests {
             recorder.states == [
                 .syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle, .idle,
             ])
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("setIdle and setSyncing clear the error and keep the contents")
@@ -180,7 +180,7 @@ struct LoadableTests {
         loadable.cancelSync()
         #expect(loadable.doCancelSyncCount == 0)
         #expect(recorder.count == 0)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("cancelling a sync started from success goes back to success")
@@ -202,7 +202,7 @@ struct LoadableTests {
         loadable.sync()
         #expect(loadable.doSyncCount == 0)
         #expect(loadable.loadableState == .idle)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("hooks run when the first observer arrives and the last one leaves")
@@ -225,7 +225,7 @@ struct LoadableTests {
         #expect(!loadable.hasObservers)
         _ = loadable.addObserver { _ in }  // released at once
         #expect(loadable.events == ["first", "last", "first", "last"])
-        _ = first
+        withExtendedLifetime(first) {}
     }
 
     @Test("a PushLoadable is driven only by its owner")
@@ -241,7 +241,7 @@ struct LoadableTests {
         #expect(feed.contents == ["a"])
         #expect(!(pure is any SyncableLoadable))
         #expect(feed.description == "<PushLoadable<Array<String>>: did-fail-to-sync, contents available: yes>")
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("doSync not overridden stops with a message naming doSync()")

@@ -12,7 +12,7 @@ struct ObserverRulesTests {
         let tokens = (0..<5).map { index in loadable.addObserver { _ in calls.append(index) } }
         loadable.notifyDidChange()
         #expect(calls == [0, 1, 2, 3, 4])
-        _ = tokens
+        withExtendedLifetime(tokens) {}
     }
 
     @Test("an observer added during a round is not called in that round, but in the next")
@@ -28,7 +28,7 @@ struct ObserverRulesTests {
         #expect(calls == ["first"])
         loadable.notifyDidChange()
         #expect(calls == ["first", "first", "late"])
-        _ = (first, late)
+        withExtendedLifetime((first, late)) {}
     }
 
     @Test("an observer removed during a round and not yet called is skipped")
@@ -44,7 +44,7 @@ struct ObserverRulesTests {
         let third = loadable.addObserver { _ in calls.append("third") }
         loadable.notifyDidChange()
         #expect(calls == ["first", "third"])
-        _ = (first, third)
+        withExtendedLifetime((first, third)) {}
     }
 
     @Test("an observer released (not cancelled) during a round is skipped")
@@ -60,7 +60,7 @@ struct ObserverRulesTests {
         loadable.notifyDidChange()
         loadable.notifyDidChange()
         #expect(calls == ["first", "first"])
-        _ = (first, second)
+        withExtendedLifetime((first, second)) {}
     }
 
     @Test("a change made by an observer is applied at once and notified in a round queued after the current one")
@@ -91,7 +91,7 @@ struct ObserverRulesTests {
                 "second sees syncing",
             ])
         #expect(loadable.doSyncCount == 1)
-        _ = (first, second)
+        withExtendedLifetime((first, second)) {}
     }
 
     @Test("several changes during one round are coalesced into one more round with the latest state")
@@ -108,7 +108,7 @@ struct ObserverRulesTests {
         }
         loadable.setIdle()
         #expect(seen == [.idle, .didSyncSuccessfully])
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("a loadable released inside its own callback does not crash")
@@ -130,7 +130,7 @@ struct ObserverRulesTests {
         #expect(calls == 2)
         #expect(weakLoadable == nil)
         #expect(token?.isActive == false)
-        _ = second
+        withExtendedLifetime(second) {}
     }
 
     @Test("a released token stops its observer at once")
@@ -143,7 +143,7 @@ struct ObserverRulesTests {
         loadable.notifyDidChange()
         #expect(calls == 1)
         #expect(!loadable.hasObservers)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("a cancelled token stops its observer, and cancelling twice is harmless")
@@ -199,7 +199,7 @@ struct ObserverRulesTests {
         loadable.sync()
         #expect(loadable.loadableState == .didSyncSuccessfully)
         #expect(calls >= 2)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("observers of different loadables may change each other while being notified")
@@ -214,7 +214,7 @@ struct ObserverRulesTests {
         let tb = b.addObserver { b in log.append("b: \(b.loadableState)") }
         a.setDidSyncSuccessfully(1)
         #expect(log == ["a: did-sync-successfully", "b: did-sync-successfully"])
-        _ = (ta, tb)
+        withExtendedLifetime((ta, tb)) {}
     }
 }
 

@@ -40,7 +40,7 @@ struct ProxyTests {
             proxy.log == [
                 "didChange syncing", "observer syncing", "didChange syncing", "observer syncing",
             ])
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("setting a different target notifies once; the same target does nothing")
@@ -63,7 +63,7 @@ struct ProxyTests {
         #expect(first.removeObserverCount == 1)
         proxy.target = nil
         #expect(recorder.count == 3)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("the proxy holds its target strongly and releases it with itself")
@@ -75,7 +75,7 @@ struct ProxyTests {
         #expect(weakTarget != nil)
         proxy = nil
         #expect(weakTarget == nil)
-        _ = proxy
+        withExtendedLifetime(proxy) {}
     }
 
     @Test("a sync asked for before the target exists shows syncing and is replayed as syncIfNeeded")
@@ -96,7 +96,7 @@ struct ProxyTests {
         #expect(recorder.states == [.syncing, .syncing])
         target.setDidSyncSuccessfully(1)
         #expect(proxy.loadableState == .didSyncSuccessfully)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("a pending sync survives setting the target to nil")
@@ -156,7 +156,7 @@ struct MapTests {
         source.isContentsAvailable = false
         source.notifyDidChange()
         #expect(count.contents == nil)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("map transforms existing contents at once and runs only when the source has contents")
