@@ -124,18 +124,30 @@ extension ObserverOwner {
     ///
     /// If a round is running (an observer changed this loadable), the notification is queued as
     /// one more round right after the current one instead of nesting.
+    ///
+    /// Always inlined so that it runs on the owner's own stored ``ObserverOwner/observerList``
+    /// instead of through the protocol's accessors (a generic call, a copy of the list and a type
+    /// lookup for each access).
+    @inline(__always)
     package func notifyObservers() {
         guard observerList.beginRound() else { return }
-        // Keep `self` alive for the whole round even if an observer releases the last reference.
-        withExtendedLifetime(self) {
-            repeat {
-                let end = observerList.roundEnd
-                var index = 0
-                while index < end {
-                    if let handler = observerList.handler(at: index) { handler(self) }
-                    index += 1
-                }
-            } while observerList.endRound()
+        // Keep the loadable alive for the whole round even if an observer releases the last
+        // reference to it.
+        let subject: any PureLoadable = self
+        defer {
+            #if compiler(>=6.2)
+                extendLifetime(subject)
+            #else
+                withExtendedLifetime(subject) {}
+            #endif
         }
+        repeat {
+            let end = observerList.roundEnd
+            var index = 0
+            while index < end {
+                if let handler = observerList.handler(at: index) { handler(subject) }
+                index += 1
+            }
+        } while observerList.endRound()
     }
 }

@@ -32,7 +32,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// The state and error before the current sync began, restored by a cancelled sync.
     package var stateBeforeSyncing: (state: LoadableState, error: (any Error)?) = (.idle, nil)
     package var observerList = ObserverList()
-    private let registrar = ObservationRegistrar()
+    /// Created by the first read: Observation can only track a loadable that was read, so until
+    /// then changes skip it, and an idle loadable nobody read does not pay for a registrar (three
+    /// allocations, about 160 bytes).
+    private var observation: ObservationState?
 
     /// Creates an idle loadable.
     ///
@@ -46,19 +49,19 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// The stage the loadable is at. Changes only through the setters.
     public final var loadableState: LoadableState {
-        registrar.access(self, keyPath: \.observationToken)
+        trackAccess()
         return storedState
     }
 
     /// The contents, kept across re-syncs and failures. Changes only through the setters.
     public final var contents: Contents? {
-        registrar.access(self, keyPath: \.observationToken)
+        trackAccess()
         return storedContents
     }
 
     /// Why the last sync failed, if it failed and said why; `nil` in any other state.
     public final var error: (any Error)? {
-        registrar.access(self, keyPath: \.observationToken)
+        trackAccess()
         return storedError
     }
 
@@ -67,7 +70,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Override it for loadables whose contents come in parts (a chunked download that can show
     /// something before it is complete). ``LoadableState/didSyncSuccessfully`` must imply `true`.
     open var isContentsAvailable: Bool {
-        registrar.access(self, keyPath: \.observationToken)
+        trackAccess()
         return storedContents != nil
     }
 
@@ -134,28 +137,61 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Notifies observers that the contents changed in place (the state stays as it is).
     public final func notifyDidChange() {
-        registrar.withMutation(of: self, keyPath: \.observationToken) {}
-        notifyObservers()
+        willChange()
+        didChange()
     }
 
-    /// Stores a new state, error and (optionally) contents with one Observation mutation, then
+    /// Stores a new state and error, contents untouched, with one Observation mutation, then
     /// notifies observers.
-    package final func update(state: LoadableState, error: (any Error)?, contents: Contents?? = .none) {
-        if state == .syncing, storedState != .syncing {
-            stateBeforeSyncing = (storedState, storedError)
-        }
-        registrar.withMutation(of: self, keyPath: \.observationToken) {
-            storedState = state
-            storedError = error
-            if case .some(let contents) = contents { storedContents = contents }
-        }
-        notifyObservers()
+    package final func update(state: LoadableState, error: (any Error)?) {
+        willChange(to: state)
+        storedState = state
+        storedError = error
+        didChange()
+    }
+
+    /// Stores a new state, error and contents with one Observation mutation, then notifies
+    /// observers.
+    package final func update(state: LoadableState, error: (any Error)?, contents: Contents) {
+        willChange(to: state)
+        storedState = state
+        storedError = error
+        storedContents = contents
+        didChange()
     }
 
     // MARK: - Observation
 
-    /// The one key path Observation tracks: every change mutates it, every getter reads it.
-    private var observationToken: Void { () }
+    // Hot paths: a change costs one Observation mutation (`willSet` + `didSet`, what
+    // `withMutation` does, without its closure) and one notification round; a read costs one
+    // `access`. Nothing here allocates.
+
+    /// Tells Observation that the loadable was read (every getter calls it).
+    private func trackAccess() {
+        let observation = observation ?? makeObservationState()
+        observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Creates the registrar on the first read and keeps it.
+    private func makeObservationState() -> ObservationState {
+        let observation = ObservationState()
+        self.observation = observation
+        return observation
+    }
+
+    /// Begins a change: remembers the state a sync starts from and tells Observation.
+    private func willChange(to state: LoadableState? = nil) {
+        if state == .syncing, storedState != .syncing {
+            stateBeforeSyncing = (storedState, storedError)
+        }
+        observation?.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Ends a change: tells Observation, then notifies observers.
+    private func didChange() {
+        observation?.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+        notifyObservers()
+    }
 
     /// Calls `handler` after every change until the returned token is cancelled or released.
     ///
@@ -174,6 +210,28 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Called after the last observer was removed. Does nothing by default.
     open func didRemoveLastObserver() {}
+}
+
+/// The one property Observation tracks for every loadable: every getter reads it, every change
+/// mutates it.
+///
+/// Observation keeps tracked properties per registrar (each loadable has its own) and key path; it
+/// never uses the subject instance, only its type. The key path is rooted here, at a non-generic
+/// type, rather than at `PushLoadable<Contents>` because a key path literal rooted at a generic
+/// class is instantiated anew each time it is evaluated (an allocation and a runtime type lookup,
+/// several microseconds), while this one is built once.
+private struct ObservationKey: Observable {
+    var anyProperty: Void { () }
+
+    /// `\.anyProperty`, built once.
+    @MainActor static let keyPath: KeyPath<ObservationKey, Void> = \.anyProperty
+}
+
+/// A loadable's Observation registrar, in a box so that it can be created on first use and
+/// checked cheaply (`ObservationRegistrar` is a resilient struct: an optional one is copied through
+/// runtime calls on each use).
+private final class ObservationState {
+    let registrar = ObservationRegistrar()
 }
 
 extension PushLoadable: ObserverOwner {

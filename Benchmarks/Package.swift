@@ -1,0 +1,34 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Benchmarks live in their own package so that their dependency (OpenCombine, the peer they are
+// measured against) never reaches users of the library.
+let package = Package(
+    name: "Benchmarks",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    dependencies: [
+        .package(name: "Loadable", path: ".."),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+    ],
+    targets: [
+        // Counts calls to the C allocator (malloc and friends), for allocations per operation.
+        .target(name: "AllocationCounter"),
+        .executableTarget(
+            name: "loadable-benchmarks",
+            dependencies: [
+                "AllocationCounter",
+                .product(name: "Loadable", package: "Loadable"),
+                .product(name: "LoadableGroup", package: "Loadable"),
+                .product(name: "LoadableSyncer", package: "Loadable"),
+                .product(name: "LoadableTesting", package: "Loadable"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+                .enableUpcomingFeature("InternalImportsByDefault"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Sizes and repetitions of one run.
+struct Settings {
+    var runs = 7
+    var groupRuns = 3
+    var syncCycles = 1_000_000
+    var fanOutDeliveries = 1_000_000
+    var groupSizes = [1_000, 4_000, 10_000, 40_000, 100_000, 400_000]
+    var waitCounts = [10_000, 40_000]
+    var expiryCounts = [10_000, 40_000]
+    var memoryInstances = 200_000
+
+    /// A run under a minute: fewer repetitions, the same sizes the goals need.
+    static let quick = Settings(
+        runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
+        groupSizes: [1_000, 4_000, 100_000, 400_000])
+
+    /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
+    /// are not the goals'.
+    static let profile = Settings(
+        runs: 1, groupRuns: 1, syncCycles: 20_000, fanOutDeliveries: 20_000, groupSizes: [10_000],
+        waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000)
+}
+
+/// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
+/// [--only SCENARIO]`
+@main
+@MainActor
+struct LoadableBenchmarks {
+    static let scenarios = ["sync-cycle", "fan-out", "group", "waiters", "memory"]
+
+    static func main() async throws {
+        var arguments = CommandLine.arguments.dropFirst()
+        var quick = false
+        var profile = false
+        var jsonPath: String?
+        var only: Set<String> = []
+        while let argument = arguments.popFirst() {
+            switch argument {
+            case "--quick": quick = true
+            case "--profile": profile = true
+            case "--json": jsonPath = arguments.popFirst()
+            case "--only": only.insert(arguments.popFirst() ?? "")
+            case "--help", "-h":
+                print(
+                    """
+                    usage: loadable-benchmarks [--quick] [--json FILE] [--only SCENARIO]...
+                      --quick          fewer repetitions and sizes: a run under a minute
+                      --profile        one small run of each scenario, to run under valgrind
+                      --json FILE      also write the figures as JSON to FILE
+                      --only SCENARIO  run only SCENARIO (\(scenarios.joined(separator: ", "))); repeatable
+                    """)
+                return
+            default:
+                print("unknown argument \(argument); see --help")
+                exit(2)
+            }
+        }
+        for name in only where !scenarios.contains(name) {
+            print("unknown scenario \(name); one of \(scenarios.joined(separator: ", "))")
+            exit(2)
+        }
+        let settings = profile ? Settings.profile : quick ? Settings.quick : Settings()
+        var report = Report(quick: quick)
+        #if DEBUG
+            print("warning: a debug build; measure with -c release")
+        #endif
+        print("loadable-benchmarks \(report.date), \(report.cores) cores\(quick ? ", quick" : "")")
+        print("command: \(report.command)")
+        print("best of \(settings.runs) runs (groups: \(settings.groupRuns)); allocs/op counted by interposing malloc")
+        print("")
+        print(Report.header)
+
+        func wants(_ name: String) -> Bool { only.isEmpty || only.contains(name) }
+        // Memory first, while the heap is fresh.
+        if wants("memory") { runMemory(settings, into: &report) }
+        if wants("sync-cycle") { runSyncCycle(settings, into: &report) }
+        if wants("fan-out") { runFanOut(settings, into: &report) }
+        if wants("group") { runGroup(settings, into: &report) }
+        if wants("waiters") { await runWaiters(settings, into: &report) }
+
+        report.printGoals()
+        if let jsonPath {
+            try report.write(to: jsonPath)
+            print("wrote \(jsonPath)")
+        }
+    }
+}
+
+extension Int {
+    /// `1,000,000`-style digits.
+    var formatted: String {
+        let digits = String(self)
+        var result = ""
+        for (offset, digit) in digits.enumerated() {
+            if offset > 0, (digits.count - offset) % 3 == 0 { result += "," }
+            result.append(digit)
+        }
+        return result
+    }
+}

@@ -1,0 +1,101 @@
+import AllocationCounter
+import Foundation
+
+/// What one timed run cost: the time it took and the allocations it made.
+struct Sample {
+    var duration: Duration
+    var allocations: Int
+
+    /// Nanoseconds for each of `operations`.
+    func nanoseconds(per operations: Int) -> Double {
+        duration.nanoseconds / Double(operations)
+    }
+
+    /// Allocations for each of `operations`.
+    func allocations(per operations: Int) -> Double {
+        Double(allocations) / Double(operations)
+    }
+}
+
+/// Brackets the timed part of a run: started after the setup, stopped before the teardown.
+struct Stopwatch {
+    private static let clock = ContinuousClock()
+    private let start: ContinuousClock.Instant
+    private let allocationsAtStart: Int
+
+    private init() {
+        allocationsAtStart = Int(benchmark_allocation_count())
+        start = Self.clock.now
+    }
+
+    /// Starts timing now.
+    static func start() -> Stopwatch { Stopwatch() }
+
+    /// The time and allocations since ``start()``.
+    func stop() -> Sample {
+        let end = Self.clock.now
+        let allocations = Int(benchmark_allocation_count()) - allocationsAtStart
+        return Sample(duration: end - start, allocations: allocations)
+    }
+}
+
+/// The fastest of `runs` runs of `body`, each of which sets up, times itself and tears down.
+@MainActor
+func best(of runs: Int, _ body: () -> Sample) -> Sample {
+    var best = body()
+    for _ in 1..<max(runs, 1) {
+        let sample = body()
+        if sample.duration < best.duration { best = sample }
+    }
+    return best
+}
+
+/// The fastest of `runs` runs of an asynchronous `body`.
+@MainActor
+func best(of runs: Int, _ body: () async -> Sample) async -> Sample {
+    var best = await body()
+    for _ in 1..<max(runs, 1) {
+        let sample = await body()
+        if sample.duration < best.duration { best = sample }
+    }
+    return best
+}
+
+/// Keeps the optimizer from removing the computation of `value`.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// A counter that observers bump, so their calls cannot be optimized away.
+final class Counter {
+    var value = 0
+}
+
+/// How much memory the process holds.
+struct MemoryUsage {
+    /// Bytes handed out by malloc and not freed yet (`mallinfo2().uordblks`), chunk headers
+    /// included.
+    var allocatedBytes: Int
+    /// Resident memory (`/proc/self/statm`, second field, times the page size).
+    var residentBytes: Int
+
+    /// The usage now.
+    static func now() -> MemoryUsage {
+        // statm: size resident shared text lib data dt, in pages.
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let fields = statm.split(separator: " ")
+        let residentPages = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+        return MemoryUsage(
+            allocatedBytes: Int(benchmark_allocated_bytes()),
+            residentBytes: residentPages * Int(sysconf(Int32(_SC_PAGESIZE))))
+    }
+}
+
+extension Duration {
+    /// The duration in nanoseconds.
+    var nanoseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1e9 + Double(attoseconds) / 1e9
+    }
+}
