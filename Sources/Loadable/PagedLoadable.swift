@@ -1,0 +1,323 @@
+internal import Observation
+
+/// A list that loads page by page: ``Loadable/sync()`` refreshes it from the first page and
+/// ``loadNextPage()`` appends the next one.
+///
+/// Subclass it and override ``loadPage(after:)``, or pass the call as a closure. A page brings its
+/// items and the cursor of the page after it (`nil` when it is the last one):
+///
+/// ```swift
+/// let posts = PagedLoadable<Post, String> { cursor in
+///     let response = try await api.posts(after: cursor)
+///     return .init(items: response.posts, nextCursor: response.next)
+/// }
+/// posts.sync()           // loads the first page; the old items stay on screen until it succeeds
+/// posts.loadNextPage()   // later, when the last row appears: appends the next page
+/// ```
+///
+/// The test that drives it awaits each step instead of sleeping:
+///
+/// ```swift
+/// @Test @MainActor func appendsTheSecondPage() async throws {
+///     let posts = PagedLoadable<String, Int> { cursor in
+///         cursor == nil ? .init(items: ["a", "b"], nextCursor: 2) : .init(items: ["c"], nextCursor: nil)
+///     }
+///     posts.sync()
+///     try await posts.doneSyncing()
+///     posts.loadNextPage()
+///     #expect(posts.nextPageState == .syncing)
+///     try await posts.doneLoadingNextPage()
+///     #expect(posts.contents == ["a", "b", "c"])
+///     #expect(posts.hasMorePages == false)
+/// }
+/// ```
+///
+/// Two loads with two states:
+/// - The refresh is the loadable's own sync: ``Loadable/sync()`` moves to
+///   ``LoadableState/syncing``, keeps the items already shown in ``PushLoadable/contents`` and
+///   replaces them only when the first page arrives. An empty first page gives the snapshot phase
+///   ``LoadableSnapshot/Phase/empty``. A failed refresh keeps the items (and the cursor to the page
+///   after them). ``Loadable/cancelSync()`` cancels a refresh and restores the state from before it.
+/// - The next page has its own ``nextPageState`` and ``nextPageError``, so a list can show a footer
+///   spinner or a retry row while ``PushLoadable/loadableState`` stays as it is (usually
+///   ``LoadableState/didSyncSuccessfully``). Observers are notified of every change of it.
+///
+/// ``loadNextPage()`` does nothing before a first page was loaded, at the end of the list
+/// (``hasMorePages`` is `false`), while a next page is loading and while a refresh runs. A refresh
+/// cancels a next page in flight and resets ``nextPageState`` to ``LoadableState/idle`` when it
+/// starts; a page that arrives late (after a refresh started) never lands in the contents.
+///
+/// Each load runs in a new task. Releasing a closure-based loadable cancels its loads; a subclass's
+/// ``loadPage(after:)`` keeps its loadable alive until it returns.
+///
+/// Isolated to the main actor; observers are called on the main actor. It is `Observable`:
+/// ``nextPageState``, ``nextPageError``, ``nextCursor`` and ``hasMorePages`` are tracked like the
+/// loadable's own state.
+@MainActor
+open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
+    /// One page of a paged list: its items and where the next page starts.
+    ///
+    /// `Sendable` when `Item` and `Cursor` are, so a page can come from any actor.
+    ///
+    /// ```swift
+    /// return Page(items: response.posts, nextCursor: response.next)
+    /// ```
+    public struct Page {
+        /// The items of this page, in list order.
+        public var items: [Item]
+        /// Where the page after this one starts; `nil` when this is the last page.
+        public var nextCursor: Cursor?
+
+        /// Creates a page.
+        ///
+        /// - Parameters:
+        ///   - items: The items of the page, in list order.
+        ///   - nextCursor: Where the next page starts, or `nil` if there are no more pages.
+        public init(items: [Item], nextCursor: Cursor?) {
+            self.items = items
+            self.nextCursor = nextCursor
+        }
+    }
+
+    private let pageLoader: (@MainActor (Cursor?) async throws -> Page)?
+    private var storedNextPageState: LoadableState = .idle
+    private var storedNextPageError: (any Error)?
+    private var storedNextCursor: Cursor?
+    private var hasLoadedFirstPage = false
+    private var refreshTask: Task<Void, Never>?
+    private var refreshGeneration = 0
+    private var nextPageTask: Task<Void, Never>?
+    private var nextPageGeneration = 0
+    private let pagingRegistrar = ObservationRegistrar()
+
+    /// Creates a paged list that loads each page with `loadPage`.
+    ///
+    /// - Parameters:
+    ///   - contents: Items to start with (for example from a cache). They are shown until the first
+    ///     refresh succeeds; ``hasMorePages`` stays `false` until then.
+    ///   - loadPage: Loads the page after the given cursor (`nil`: the first page). Started on the
+    ///     main actor in a new task, which is cancelled when the load is no longer wanted.
+    public init(contents: [Item]? = nil, loadPage: @escaping @MainActor (Cursor?) async throws -> Page) {
+        pageLoader = loadPage
+        super.init(contents: contents)
+    }
+
+    /// Creates a paged list for a subclass that overrides ``loadPage(after:)``.
+    ///
+    /// - Parameter contents: Items to start with (for example from a cache). They are shown until
+    ///   the first refresh succeeds; ``hasMorePages`` stays `false` until then.
+    public override init(contents: [Item]? = nil) {
+        pageLoader = nil
+        super.init(contents: contents)
+    }
+
+    deinit {
+        refreshTask?.cancel()
+        nextPageTask?.cancel()
+    }
+
+    // MARK: - Reading
+
+    /// How loading the next page is going, apart from the loadable's own state.
+    ///
+    /// ``LoadableState/idle`` when no next page is loading, ``LoadableState/syncing`` while one is,
+    /// ``LoadableState/didFailToSync`` after one failed (see ``nextPageError``; ``loadNextPage()``
+    /// retries). A loaded next page goes back to ``LoadableState/idle``: its items are in
+    /// ``PushLoadable/contents``. A refresh resets it to ``LoadableState/idle`` when it starts.
+    public final var nextPageState: LoadableState {
+        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        return storedNextPageState
+    }
+
+    /// Why the last next page failed, while ``nextPageState`` is ``LoadableState/didFailToSync``;
+    /// `nil` otherwise.
+    public final var nextPageError: (any Error)? {
+        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        return storedNextPageError
+    }
+
+    /// The cursor of the page after the items shown, as given by the last page that loaded;
+    /// `nil` at the end of the list and before the first page.
+    ///
+    /// A failed refresh or a failed next page keeps it, so the list can go on from where it is.
+    public final var nextCursor: Cursor? {
+        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        return storedNextCursor
+    }
+
+    /// Whether there is a page after the items shown: a first page was loaded and the last page
+    /// that loaded gave a ``nextCursor``.
+    public final var hasMorePages: Bool {
+        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        return hasLoadedFirstPage && storedNextCursor != nil
+    }
+
+    // MARK: - Loading
+
+    /// Loads one page: returns its items and the cursor of the page after it, or throws why it
+    /// failed.
+    ///
+    /// Called on the main actor, in a new task for each load, with `nil` for the first page (a
+    /// refresh) and with ``nextCursor`` for a next page. The task is cancelled when the load is no
+    /// longer wanted (a refresh cancels a next page, ``Loadable/cancelSync()`` cancels a refresh);
+    /// whatever it returns then is ignored. By default it calls the closure given to
+    /// ``init(contents:loadPage:)``.
+    ///
+    /// - Parameter cursor: Where the page starts; `nil` for the first page.
+    /// - Returns: The page.
+    /// - Throws: Why the page could not be loaded.
+    open func loadPage(after cursor: Cursor?) async throws -> Page {
+        guard let pageLoader else {
+            preconditionFailure(
+                "\(type(of: self)) must override loadPage(after:) or be created with init(loadPage:)"
+            )
+        }
+        return try await pageLoader(cursor)
+    }
+
+    /// Appends the next page.
+    ///
+    /// Moves ``nextPageState`` to ``LoadableState/syncing`` (clearing ``nextPageError``), notifies
+    /// observers, and loads the page after ``nextCursor``. On success the page's items are appended
+    /// to the contents, ``nextCursor`` moves on and ``nextPageState`` goes back to
+    /// ``LoadableState/idle``, all in one notification; the loadable's own state and error do not
+    /// change. On failure every item stays, ``nextPageState`` becomes
+    /// ``LoadableState/didFailToSync`` with ``nextPageError``, and observers are notified; calling
+    /// this method again retries.
+    ///
+    /// Does nothing while a next page is loading, while a refresh runs, before a first page was
+    /// loaded and at the end of the list (when ``hasMorePages`` is `false`). Call it when the last
+    /// row appears, and from a retry button.
+    public final func loadNextPage() {
+        guard hasLoadedFirstPage, let cursor = storedNextCursor,
+            storedNextPageState != .syncing, loadableState != .syncing
+        else { return }
+        nextPageGeneration += 1
+        let generation = nextPageGeneration
+        setNextPage(state: .syncing, error: nil)
+        notifyDidChange()
+        // An observer may have started a refresh meanwhile, which cancels this load.
+        guard generation == nextPageGeneration else { return }
+        nextPageTask = startLoading(after: cursor) { paged, result in
+            paged.finishNextPage(generation, with: result)
+        }
+    }
+
+    /// Returns once no next page is loading (``nextPageState`` is not ``LoadableState/syncing``);
+    /// at once if none is loading now.
+    ///
+    /// Never starts a load. Use it where an `async` context waits for ``loadNextPage()``, in tests
+    /// for example.
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled.
+    public final func doneLoadingNextPage() async throws {
+        try await wait { $0.nextPageState != .syncing }
+    }
+
+    /// Starts a refresh: cancels a next page in flight, then loads the first page in a task. Not
+    /// meant to be overridden further.
+    ///
+    /// If a next page was loading or had failed, ``nextPageState`` goes back to
+    /// ``LoadableState/idle`` and observers are notified once more.
+    public final override func doSync() {
+        if discardNextPageLoad() {
+            notifyDidChange()
+            // An observer may have cancelled the refresh meanwhile.
+            guard loadableState == .syncing else { return }
+        }
+        refreshGeneration += 1
+        let generation = refreshGeneration
+        refreshTask = startLoading(after: nil) { paged, result in
+            paged.finishRefresh(generation, with: result)
+        }
+    }
+
+    /// Cancels the refresh task. Not meant to be overridden further.
+    public final override func doCancelSync() {
+        refreshGeneration += 1
+        refreshTask?.cancel()
+        refreshTask = nil
+    }
+
+    // MARK: - Private
+
+    /// The one key path Observation tracks for the paging properties.
+    private var pagingObservationToken: Void { () }
+
+    private func setNextPage(state: LoadableState, error: (any Error)?, cursor: Cursor?? = .none) {
+        pagingRegistrar.withMutation(of: self, keyPath: \.pagingObservationToken) {
+            storedNextPageState = state
+            storedNextPageError = error
+            if case .some(let cursor) = cursor { storedNextCursor = cursor }
+        }
+    }
+
+    /// Cancels a next page in flight so that its result is ignored, and resets ``nextPageState``
+    /// without notifying. Returns `true` if the state changed.
+    private func discardNextPageLoad() -> Bool {
+        nextPageGeneration += 1
+        nextPageTask?.cancel()
+        nextPageTask = nil
+        guard storedNextPageState != .idle || storedNextPageError != nil else { return false }
+        setNextPage(state: .idle, error: nil)
+        return true
+    }
+
+    /// Runs ``loadPage(after:)`` in a task and hands its result to `finish`, unless the loadable
+    /// was released meanwhile.
+    private func startLoading(
+        after cursor: Cursor?,
+        finish: @escaping @MainActor (PagedLoadable, Result<Page, any Error>) -> Void
+    ) -> Task<Void, Never> {
+        if let pageLoader {
+            // Hold only the closure while loading, so releasing the loadable cancels the load.
+            return Task { [weak self] in
+                let result: Result<Page, any Error>
+                do { result = .success(try await pageLoader(cursor)) } catch { result = .failure(error) }
+                if let self { finish(self, result) }
+            }
+        }
+        return Task {
+            let result: Result<Page, any Error>
+            do { result = .success(try await self.loadPage(after: cursor)) } catch { result = .failure(error) }
+            finish(self, result)
+        }
+    }
+
+    private func finishRefresh(_ generation: Int, with result: Result<Page, any Error>) {
+        // A late result (after a cancel or a newer sync) is dropped.
+        guard generation == refreshGeneration, loadableState == .syncing else { return }
+        refreshTask = nil
+        switch result {
+        case .success(let page):
+            // A next page started meanwhile would continue the old list: drop it too.
+            _ = discardNextPageLoad()
+            pagingRegistrar.withMutation(of: self, keyPath: \.pagingObservationToken) {
+                hasLoadedFirstPage = true
+                storedNextCursor = page.nextCursor
+            }
+            setDidSyncSuccessfully(page.items)
+        case .failure(let error):
+            setDidFailToSync(error)
+        }
+    }
+
+    private func finishNextPage(_ generation: Int, with result: Result<Page, any Error>) {
+        // A late result (after a refresh started) is dropped.
+        guard generation == nextPageGeneration, storedNextPageState == .syncing else { return }
+        nextPageTask = nil
+        switch result {
+        case .success(let page):
+            setNextPage(state: .idle, error: nil, cursor: page.nextCursor)
+            // One notification for the new items and the footer; the loadable's state stays.
+            update(state: loadableState, error: self.error, contents: (contents ?? []) + page.items)
+        case .failure(let error):
+            setNextPage(state: .didFailToSync, error: error)
+            notifyDidChange()
+        }
+    }
+}
+
+extension PagedLoadable.Page: Sendable where Item: Sendable, Cursor: Sendable {}
+extension PagedLoadable.Page: Equatable where Item: Equatable, Cursor: Equatable {}
+extension PagedLoadable.Page: Hashable where Item: Hashable, Cursor: Hashable {}
