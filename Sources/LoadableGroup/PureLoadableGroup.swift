@@ -1,0 +1,249 @@
+/// A loadable made of other loadables: its state and availability follow its members' under a
+/// failure ``Policy``.
+///
+/// Members may mix pure and syncable loadables. The group holds them strongly and observes each
+/// of them; you observe the group like any loadable. To sync the members through the group, use
+/// the ``LoadableGroup`` subclass.
+///
+/// | policy | state | contents available |
+/// |---|---|---|
+/// | ``Policy/strict`` | any member failed → failed; else any syncing → syncing; else all succeeded → succeeded; else idle | every member's contents available |
+/// | ``Policy/never`` | any syncing → syncing; else any idle → idle; else succeeded (a failed member counts as done) | every member that did not fail has contents available |
+/// | ``Policy/any`` | any syncing → syncing; else any succeeded → succeeded; else all failed → failed; else idle | at least one member's contents available |
+///
+/// A group with no members is `LoadableState.idle` with no contents available.
+///
+/// The group notifies its observers when its state or its availability changes, and on every
+/// member notification while it is `LoadableState.didSyncSuccessfully` (a member's contents
+/// may have changed); never otherwise. ``groupDidChange()`` runs just before observers are told.
+///
+/// Isolated to the main actor; observers are called on the main actor, synchronously, inside
+/// the member notification that caused the change.
+///
+/// ```swift
+/// let header = PureLoadableGroup([profileFeed, badgeFeed], policy: .never)
+/// let token = header.observe { header in
+///     if header.loadableState == .didSyncSuccessfully { render(profileFeed.contents, badgeFeed.contents) }
+/// }
+/// ```
+///
+/// - Complexity: Each member notification is handled in O(1): the group keeps the last state and
+///   availability it saw for each member and counts of members per state, and never rescans the
+///   other members. Setting ``members`` is O(n) in the number of members.
+@MainActor
+open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
+    /// How a group's state and availability follow from its members'.
+    ///
+    /// ```swift
+    /// let dashboard = LoadableGroup([weather, news], policy: .any)  // show whatever loaded
+    /// ```
+    public enum Policy: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// All or nothing: any failed member fails the group; the group succeeds when every
+        /// member did; contents are available when every member's are.
+        case strict
+        /// Failures are ignored: the group succeeds once no member is idle or syncing, even if
+        /// some failed; contents are available when every member that did not fail has them,
+        /// so success still implies contents.
+        case never
+        /// Anything will do: the group succeeds when no member is syncing and at least one
+        /// succeeded, fails when all failed; contents are available when any member's are.
+        case any
+
+        /// `strict`, `never` or `any`.
+        public var description: String {
+            switch self {
+            case .strict: "strict"
+            case .never: "never"
+            case .any: "any"
+            }
+        }
+    }
+
+    /// What the group last saw of one member, and the observation of it.
+    private struct MemberEntry {
+        var state: LoadableState
+        var isContentsAvailable: Bool
+        var observation: LoadableObservation?
+    }
+
+    package var observerList = ObserverList()
+    private var entries: [MemberEntry] = []
+    private var tally = MemberTally()
+    /// Grows with every assignment of ``members``; observers of older members carry an older one.
+    private var generation = 0
+    /// Set while subscribing to new members: their notifications update the counts only.
+    private var isSubscribing = false
+    private var storedState: LoadableState = .idle
+    private var storedIsContentsAvailable = false
+
+    /// The members that can be asked to sync, in member order; found once per assignment of
+    /// ``members``.
+    private(set) var syncableMembers: [any SyncableLoadable] = []
+
+    /// Called after every member notification (and assignment of ``members``) once the group's
+    /// state is up to date, with whether the group is about to notify its own observers.
+    var memberChangeHandler: (@MainActor (_ groupWillNotify: Bool) -> Void)?
+
+    /// How the group's state and availability follow from its members'.
+    public let policy: Policy
+
+    /// The loadables the group follows, held strongly.
+    ///
+    /// Setting it stops observing the old members, observes the new ones and recomputes the
+    /// group, which then notifies under the usual rule (state or availability changed, or the
+    /// group is `LoadableState.didSyncSuccessfully`). The same object may appear more than
+    /// once; each occurrence counts as a member.
+    ///
+    /// - Complexity: O(n) for each assignment (including an in-place `append`), where n is the
+    ///   number of old plus new members.
+    public final var members: [any PureLoadable] {
+        didSet {
+            subscribe()
+            update()
+        }
+    }
+
+    /// Creates a group following `members`.
+    ///
+    /// Creating a group never notifies; its state is computed from the members at once.
+    ///
+    /// - Parameters:
+    ///   - members: The loadables to follow, held strongly; may be empty and set later.
+    ///   - policy: How the group's state and availability follow from its members'.
+    /// - Complexity: O(n) in the number of members.
+    public init(_ members: [any PureLoadable], policy: Policy = .strict) {
+        self.members = members
+        self.policy = policy
+        subscribe()
+        storedState = tally.state(for: policy)
+        storedIsContentsAvailable = tally.isContentsAvailable(for: policy)
+    }
+
+    // MARK: - Reading
+
+    /// The group's state, computed from its members' under ``policy``.
+    ///
+    /// - Complexity: O(1); the value is kept up to date on each member notification.
+    public final var loadableState: LoadableState { storedState }
+
+    /// Whether the group has contents to show, computed from its members' under ``policy``.
+    ///
+    /// Kept up to date on every member notification, even when the group's state does not
+    /// change (MMMLoadable's groups refreshed it only with the state).
+    ///
+    /// - Complexity: O(1).
+    public final var isContentsAvailable: Bool { storedIsContentsAvailable }
+
+    /// Every failed member with its error, in member order; `nil` unless the group's state is
+    /// `LoadableState.didFailToSync`.
+    ///
+    /// Under ``Policy/never`` the group never fails, so this is always `nil` there; read the
+    /// members' errors yourself if you need them.
+    ///
+    /// - Complexity: O(n) in the number of members, on each read (not on member notifications).
+    public final var groupError: LoadableGroupError? {
+        guard storedState == .didFailToSync else { return nil }
+        var failures: [LoadableGroupError.Failure] = []
+        for (index, entry) in entries.enumerated() where entry.state == .didFailToSync {
+            failures.append(LoadableGroupError.Failure(index: index, error: members[index].error))
+        }
+        return LoadableGroupError(failures: failures)
+    }
+
+    /// ``groupError``, as the `PureLoadable` requirement.
+    ///
+    /// - Complexity: O(n) in the number of members, on each read.
+    public final var error: (any Error)? { groupError }
+
+    /// `<TypeName: state, contents available: yes|no>`.
+    open var description: String {
+        "<\(type(of: self)): \(storedState), contents available: \(storedIsContentsAvailable ? "yes" : "no")>"
+    }
+
+    // MARK: - Observation
+
+    /// Calls `handler` after every change of the group until the returned token is cancelled or
+    /// released.
+    ///
+    /// - Parameter handler: Called on the main actor with the group.
+    /// - Returns: The token that keeps the observation alive.
+    public final func addObserver(
+        _ handler: @escaping @MainActor (any PureLoadable) -> Void
+    ) -> LoadableObservation {
+        registerObserver(handler)
+    }
+
+    /// Called after the group's state and availability were updated and just before its
+    /// observers are notified.
+    ///
+    /// Does nothing by default; override it to update values derived from the members.
+    open func groupDidChange() {}
+
+    // MARK: - Bookkeeping
+
+    /// Stops observing the old members and observes the current ones, rebuilding the counts.
+    private func subscribe() {
+        generation += 1
+        let generation = generation
+        let oldEntries = entries
+        entries = []
+        tally = MemberTally()
+        // Cancel explicitly: `oldEntries` may be the last reference, but cancel at once anyway.
+        for entry in oldEntries { entry.observation?.cancel() }
+
+        let members = members
+        entries.reserveCapacity(members.count)
+        var syncable: [any SyncableLoadable] = []
+        isSubscribing = true
+        for (index, member) in members.enumerated() {
+            let state = member.loadableState
+            let isContentsAvailable = member.isContentsAvailable
+            entries.append(MemberEntry(state: state, isContentsAvailable: isContentsAvailable))
+            tally.add(state, isContentsAvailable: isContentsAvailable)
+            if let member = member as? any SyncableLoadable { syncable.append(member) }
+            let observation = member.addObserver { [weak self] _ in
+                self?.memberDidNotify(at: index, generation: generation)
+            }
+            // A member may notify while being subscribed to, and that may reassign `members`.
+            guard self.generation == generation else {
+                observation.cancel()
+                return
+            }
+            entries[index].observation = observation
+        }
+        isSubscribing = false
+        syncableMembers = syncable
+    }
+
+    /// Applies one member notification: O(1), reads only that member.
+    private func memberDidNotify(at index: Int, generation: Int) {
+        guard generation == self.generation, index < entries.count else { return }
+        let member = members[index]
+        let state = member.loadableState
+        let isContentsAvailable = member.isContentsAvailable
+        let old = entries[index]
+        tally.remove(old.state, isContentsAvailable: old.isContentsAvailable)
+        tally.add(state, isContentsAvailable: isContentsAvailable)
+        entries[index].state = state
+        entries[index].isContentsAvailable = isContentsAvailable
+        guard !isSubscribing else { return }
+        update()
+    }
+
+    /// Recomputes the group from the counts and notifies under the group's rule.
+    private func update() {
+        let state = tally.state(for: policy)
+        let isContentsAvailable = tally.isContentsAvailable(for: policy)
+        let shouldNotify =
+            state != storedState || isContentsAvailable != storedIsContentsAvailable
+            || state == .didSyncSuccessfully
+        storedState = state
+        storedIsContentsAvailable = isContentsAvailable
+        memberChangeHandler?(shouldNotify)
+        guard shouldNotify else { return }
+        groupDidChange()
+        notifyObservers()
+    }
+}
+
+extension PureLoadableGroup: ObserverOwner {}

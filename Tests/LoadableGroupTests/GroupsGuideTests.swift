@@ -1,0 +1,194 @@
+import Foundation
+import LoadableGroup
+import LoadableTesting
+import Testing
+
+// Docs/Groups.md shows every snippet below (from each guide mark to the next mark) verbatim;
+// `GroupsGuideDocumentTests` checks that the two stay in step, so the guide's code compiles and
+// its tests pass.
+
+@Suite("Docs/Groups.md")
+struct GroupsGuideDocumentTests {
+    @Test("Docs/Groups.md shows the snippets of this file verbatim")
+    func guideMatchesThisFile() throws {
+        let thisFile = URL(fileURLWithPath: #filePath)
+        let source = try String(contentsOf: thisFile, encoding: .utf8)
+        let guideURL = thisFile.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Docs/Groups.md")
+        let guide = try String(contentsOf: guideURL, encoding: .utf8)
+
+        let marker = "// MARK: - " + "Guide: "
+        let end = "// MARK: - " + "End"
+        let snippets = source.components(separatedBy: marker).dropFirst().map { part in
+            let body = part.split(separator: "\n", maxSplits: 1).last ?? ""
+            return body.components(separatedBy: "// MARK: - ").first!.trimmingCharacters(in: .newlines)
+        }
+        #expect(snippets.count == 5)
+        #expect(source.contains(end))
+        for snippet in snippets {
+            #expect(guide.contains(snippet), "Docs/Groups.md lacks:\n\(snippet)")
+        }
+    }
+}
+
+// MARK: - Guide: model
+
+/// The user's profile, as the API returns it.
+struct Profile: Sendable, Equatable {
+    var name: String
+}
+
+/// The user's settings, as the API returns them.
+struct Settings: Sendable, Equatable {
+    var darkMode: Bool
+}
+
+/// The settings screen: a spinner until both the profile and the settings are loaded.
+@MainActor
+final class SettingsScreenModel {
+    enum Display: Equatable {
+        case loading
+        case failed(String)
+        case ready(name: String, darkMode: Bool)
+    }
+
+    private let profile: any SyncableLoadable & ContentsLoadable<Profile>
+    private let settings: any SyncableLoadable & ContentsLoadable<Settings>
+    private let group: LoadableGroup
+    private var observation: LoadableObservation?
+    private(set) var display: Display = .loading
+
+    init(
+        profile: any SyncableLoadable & ContentsLoadable<Profile>,
+        settings: any SyncableLoadable & ContentsLoadable<Settings>
+    ) {
+        self.profile = profile
+        self.settings = settings
+        group = LoadableGroup([profile, settings])  // .strict: all or nothing
+        observation = group.observe { [unowned self] _ in self.update() }
+        update()
+    }
+
+    func screenDidAppear() {
+        group.syncIfNeeded()  // syncs each member that needs it
+    }
+
+    private func update() {
+        switch group.loadableState {
+        case .didSyncSuccessfully:
+            // A successful strict group means every member succeeded, so both have contents.
+            display = .ready(name: profile.contents!.name, darkMode: settings.contents!.darkMode)
+        case .didFailToSync:
+            display = .failed(group.groupError!.description)
+        case .idle, .syncing:
+            display = .loading
+        }
+    }
+}
+
+// MARK: - Guide: test
+
+@Suite @MainActor struct SettingsScreenModelTests {
+    @Test("The screen shows both values once both members succeed, and why it failed otherwise")
+    func settingsScreen() {
+        let profile = TestLoadable<Profile>()
+        let settings = TestLoadable<Settings>()
+        let model = SettingsScreenModel(profile: profile, settings: settings)
+
+        model.screenDidAppear()
+        #expect(profile.syncCount == 1 && settings.syncCount == 1)
+        #expect(model.display == .loading)
+
+        profile.setDidSyncSuccessfully(Profile(name: "Ada"))
+        #expect(model.display == .loading)
+        settings.setDidSyncSuccessfully(Settings(darkMode: true))
+        #expect(model.display == .ready(name: "Ada", darkMode: true))
+
+        settings.setDidFailToSync(nil)
+        #expect(model.display == .failed("Could not sync a member of the group: member #1 failed without an error"))
+    }
+}
+
+// MARK: - Guide: policies
+
+@Suite @MainActor struct GroupPolicyExamples {
+    @Test(".never waits for every member and ignores failures; .any shows whatever loaded")
+    func policies() {
+        let weather = TestLoadable<String>()
+        let news = TestLoadable<[String]>()
+        let everything = PureLoadableGroup([weather, news], policy: .never)
+        let anything = PureLoadableGroup([weather, news], policy: .any)
+
+        weather.setDidSyncSuccessfully("sunny")
+        news.setSyncing()
+        #expect(everything.loadableState == .syncing)
+        #expect(anything.loadableState == .syncing)  // a syncing member wins over a success...
+        #expect(anything.isContentsAvailable)  // ...but the weather can be shown already
+
+        news.setDidFailToSync(nil)
+        #expect(everything.loadableState == .didSyncSuccessfully)  // a failed member counts as done
+        #expect(everything.isContentsAvailable)  // every member that did not fail has contents
+        #expect(everything.error == nil)  // a group that did not fail has no error
+        #expect(anything.loadableState == .didSyncSuccessfully)
+    }
+}
+
+// MARK: - Guide: combine
+
+struct Account: Equatable {
+    var profile: Profile
+    var settings: Settings
+}
+
+@Suite @MainActor struct CombineExamples {
+    @Test("combine turns two loadables into one loadable of a typed value")
+    func account() {
+        let profile = TestLoadable<Profile>()
+        let settings = TestLoadable<Settings>()
+        let account = LoadableGroup.combine(profile, settings) { Account(profile: $0, settings: $1) }
+
+        account.syncIfNeeded()
+        profile.setDidSyncSuccessfully(Profile(name: "Ada"))
+        #expect(account.contents == nil)  // not every member has contents yet
+        settings.setDidSyncSuccessfully(Settings(darkMode: false))
+        #expect(account.contents == Account(profile: Profile(name: "Ada"), settings: Settings(darkMode: false)))
+
+        profile.contents = Profile(name: "Ada Lovelace")
+        profile.notifyDidChange()  // contents changed in place: recomputed
+        #expect(account.contents?.profile.name == "Ada Lovelace")
+    }
+}
+
+// MARK: - Guide: chain
+
+enum SignInError: Error, Equatable {
+    case noName
+}
+
+@Suite @MainActor struct ChainExamples {
+    @Test("A chain gets the token first, then the profile, and refuses profiles without a name")
+    func signIn() throws {
+        let token = TestLoadable<String>()
+        let profile = TestLoadable<Profile>()
+        let signIn = LoadableChain([
+            .init(token),
+            .init(profile) { profile.contents!.name.isEmpty ? .fail(SignInError.noName) : .proceed },
+        ])
+
+        signIn.syncIfNeeded()
+        #expect(token.loadableState == .syncing && profile.loadableState == .idle)
+        token.setDidSyncSuccessfully("secret")
+        #expect(profile.loadableState == .syncing)
+        profile.setDidFailToSync(nil)  // and no contents from before
+        let error = try #require(signIn.error as? LoadableChainError)
+        #expect(error.index == 1 && error.underlying == nil)
+
+        // A new sync passes the token through (it does not need a sync) and retries the profile.
+        signIn.syncIfNeeded()
+        #expect(token.syncCount == 1 && profile.syncCount == 2)
+        profile.setDidSyncSuccessfully(Profile(name: ""))
+        #expect(signIn.error as? SignInError == .noName)
+    }
+}
+
+// MARK: - End
