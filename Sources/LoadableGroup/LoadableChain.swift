@@ -3,11 +3,11 @@
 /// Where a ``LoadableGroup`` syncs its members together, a chain syncs its ``items`` in order:
 /// it calls `syncIfNeeded()` on the current item, waits until the item is no longer syncing,
 /// and then:
-/// - if the item has contents available, asks the item's `whenContentsAvailable` callback what
+/// - if the item's sync did not fail and it has contents available, asks the item's `whenContentsAvailable` callback what
 ///   to do next (``NextAction/proceed`` when there is no callback): go on with the next item,
 ///   fail the chain with an error, or complete the chain successfully at once;
-/// - if the item has no contents, fails the chain with a ``LoadableChainError`` carrying the
-///   item's index and error.
+/// - if the item has no contents, or its sync failed (even with contents from earlier), fails
+///   the chain with a ``LoadableChainError`` carrying the item's index and error.
 ///
 /// The chain succeeds after its last item proceeds; an empty chain succeeds as soon as it syncs.
 /// A new sync starts again from the first item, but items that do not need to sync are passed
@@ -193,7 +193,9 @@ public final class LoadableChain: Loadable<Void> {
     /// to sync, or `nil` if the chain ended (or was changed by the item's callback).
     private func evaluate(at index: Int, step: Int) -> Int? {
         let item = items[index]
-        guard item.loadable.isContentsAvailable else {
+        // A failed item fails the chain even with stale contents: proceeding on them would hide
+        // the failure (MMMLoadable's chain did that).
+        guard item.loadable.isContentsAvailable, item.loadable.loadableState != .didFailToSync else {
             let error = LoadableChainError(index: index, underlying: item.loadable.error)
             endRun()
             setDidFailToSync(error)

@@ -159,16 +159,19 @@ struct LoadableChainTests {
         #expect(error.description == "Could not sync item #0 of the chain: it has no contents and gave no error")
     }
 
-    @Test("An item that fails but keeps earlier contents lets the chain proceed")
-    func staleContentsProceed() {
+    @Test("An item that fails fails the chain even when it keeps earlier contents")
+    func staleContentsFail() throws {
         let a = TestLoadable<Int>(contents: 1)
         let b = TestLoadable<Int>()
         let chain = LoadableChain([.init(a), .init(b)])
         chain.sync()
         #expect(a.loadableState == .syncing)  // idle items need a sync even with contents
         a.setDidFailToSync(TestError("offline"))
-        #expect(b.loadableState == .syncing)
-        #expect(chain.loadableState == .syncing)
+        #expect(b.syncCount == 0)
+        #expect(chain.loadableState == .didFailToSync)
+        let error = try #require(chain.error as? LoadableChainError)
+        #expect(error.index == 0)
+        #expect(error.underlying as? TestError == TestError("offline"))
     }
 
     @Test("An item that is already syncing is waited for")
