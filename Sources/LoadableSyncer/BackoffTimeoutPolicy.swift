@@ -1,0 +1,195 @@
+/// A ``TimeoutPolicy`` that refreshes every `period` after a success and retries after failures
+/// with an exponentially growing delay, optionally randomised ("jitter").
+///
+/// After a reset (and after every success) the retry delays are
+/// `min, min·m, min·m², …`, capped at `max`, where `m` is the `multiplier`. With the defaults
+/// (`m = √2`), `min` 1 s and `max` 15 s:
+///
+/// `1, 1.414, 2, 2.828, 4, 5.657, 8, 11.31, 15, 15, …` seconds.
+///
+/// ```swift
+/// var policy = BackoffTimeoutPolicy(period: .seconds(60), min: .seconds(1), max: .seconds(15))
+/// policy.nextTimeout(afterFailure: true)   // 1 s
+/// policy.nextTimeout(afterFailure: true)   // 1.414 s
+/// policy.nextTimeout(afterFailure: false)  // 60 s, and the backoff starts over
+/// ```
+///
+/// With ``Jitter-swift.enum/full`` or ``Jitter-swift.enum/equal``, each retry delay `d` of the
+/// sequence above is replaced by a random one (see ``Jitter-swift.enum``), so that many clients
+/// failing together do not retry together. The random numbers come from the generator given to
+/// ``init(period:min:max:multiplier:jitter:random:)``; pass a seeded one in tests. The refresh
+/// `period` is never randomised.
+///
+/// Invalid values stop the program with a message naming the value and the valid range:
+/// `min <= .zero`, `max < min`, `multiplier < 1` (or not finite), `period < .zero`.
+///
+/// A `Sendable` value; copies are independent (each has its own backoff and its own copy of the
+/// generator).
+public struct BackoffTimeoutPolicy: TimeoutPolicy {
+    /// How retry delays are randomised.
+    ///
+    /// For a delay `d` taken from the backoff sequence:
+    /// - ``none``: exactly `d`.
+    /// - ``full``: uniformly random in `0...d` ("full jitter").
+    /// - ``equal``: `d/2` plus a uniformly random amount in `0...d/2` ("equal jitter"), so never
+    ///   less than half the backoff.
+    ///
+    /// ```swift
+    /// let policy = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(30), jitter: .equal)
+    /// ```
+    public enum Jitter: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// No randomisation: the delays follow the backoff sequence exactly.
+        case none
+        /// Uniformly random in `0...d`.
+        case full
+        /// `d/2` plus a uniformly random amount in `0...d/2`.
+        case equal
+
+        /// `none`, `full` or `equal`.
+        public var description: String {
+            switch self {
+            case .none: "none"
+            case .full: "full"
+            case .equal: "equal"
+            }
+        }
+    }
+
+    /// The delay before a refresh after a success; `nil` (or `.zero`) for no refresh.
+    public let period: Duration?
+    /// The first retry delay after a reset or a success; greater than `.zero`.
+    public let min: Duration
+    /// The largest retry delay (before jitter); at least ``min``.
+    public let max: Duration
+    /// How much each retry delay grows over the previous one; at least 1 (1 means a constant delay).
+    public let multiplier: Double
+    /// How retry delays are randomised.
+    public let jitter: Jitter
+
+    /// The retry delay the next failure gets, before jitter.
+    public private(set) var nextRetryDelay: Duration
+
+    private var generator: AnyRandomNumberGenerator
+
+    /// Creates a policy with the system's random number generator for jitter.
+    ///
+    /// - Parameters:
+    ///   - period: The delay before a refresh after each success; `nil` or `.zero` for none. Not
+    ///     negative.
+    ///   - min: The first retry delay; greater than `.zero`.
+    ///   - max: The largest retry delay; at least `min`.
+    ///   - multiplier: The growth of each retry delay over the previous one; at least 1. √2 by
+    ///     default, so the delay doubles every two failures.
+    ///   - jitter: How retry delays are randomised; none by default.
+    public init(
+        period: Duration? = nil,
+        min: Duration,
+        max: Duration,
+        multiplier: Double = 2.0.squareRoot(),
+        jitter: Jitter = .none
+    ) {
+        self.init(
+            period: period,
+            min: min,
+            max: max,
+            multiplier: multiplier,
+            jitter: jitter,
+            random: SystemRandomNumberGenerator()
+        )
+    }
+
+    /// Creates a policy whose jitter draws from `random`.
+    ///
+    /// Pass a seeded generator in tests to get a reproducible sequence of delays:
+    ///
+    /// ```swift
+    /// var policy = BackoffTimeoutPolicy(
+    ///     min: .seconds(1), max: .seconds(15), jitter: .full, random: SeededGenerator(seed: 42)
+    /// )
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - period: The delay before a refresh after each success; `nil` or `.zero` for none. Not
+    ///     negative.
+    ///   - min: The first retry delay; greater than `.zero`.
+    ///   - max: The largest retry delay; at least `min`.
+    ///   - multiplier: The growth of each retry delay over the previous one; at least 1.
+    ///   - jitter: How retry delays are randomised.
+    ///   - random: The generator jitter draws from; the policy keeps its own copy.
+    public init(
+        period: Duration? = nil,
+        min: Duration,
+        max: Duration,
+        multiplier: Double = 2.0.squareRoot(),
+        jitter: Jitter = .none,
+        random: some RandomNumberGenerator & Sendable
+    ) {
+        if let period {
+            requireValid(
+                period >= .zero,
+                "BackoffTimeoutPolicy: period must be >= .zero (or nil for no refresh), got \(period)"
+            )
+        }
+        requireValid(min > .zero, "BackoffTimeoutPolicy: min must be > .zero, got \(min)")
+        requireValid(max >= min, "BackoffTimeoutPolicy: max must be >= min (\(min)), got \(max)")
+        requireValid(
+            multiplier.isFinite && multiplier >= 1,
+            "BackoffTimeoutPolicy: multiplier must be a finite number >= 1, got \(multiplier)"
+        )
+        self.period = period
+        self.min = min
+        self.max = max
+        self.multiplier = multiplier
+        self.jitter = jitter
+        self.nextRetryDelay = min
+        self.generator = AnyRandomNumberGenerator(random)
+    }
+
+    /// After a failure: the current retry delay (jittered), and the next one grows by
+    /// ``multiplier`` up to ``max``. After a success: resets the backoff and returns ``period``.
+    ///
+    /// - Parameter afterFailure: Whether the last sync failed.
+    /// - Returns: The retry delay after a failure; ``period`` after a success (`nil` when there is
+    ///   no period or it is `.zero`).
+    public mutating func nextTimeout(afterFailure: Bool) -> Duration? {
+        guard afterFailure else {
+            reset()
+            guard let period, period > .zero else { return nil }
+            return period
+        }
+        let delay = nextRetryDelay
+        nextRetryDelay = Swift.min(delay * multiplier, max)
+        return jittered(delay)
+    }
+
+    /// Starts the backoff over: the next retry delay is ``min``.
+    public mutating func reset() {
+        nextRetryDelay = min
+    }
+
+    private mutating func jittered(_ delay: Duration) -> Duration {
+        let seconds = delay / .seconds(1)
+        switch jitter {
+        case .none:
+            return delay
+        case .full:
+            return .seconds(Double.random(in: 0...seconds, using: &generator))
+        case .equal:
+            let half = seconds / 2
+            return .seconds(half + Double.random(in: 0...half, using: &generator))
+        }
+    }
+}
+
+/// A type-erased, `Sendable` random number generator (a value: copies are independent).
+private struct AnyRandomNumberGenerator: RandomNumberGenerator, Sendable {
+    private var base: any RandomNumberGenerator & Sendable
+
+    init(_ base: some RandomNumberGenerator & Sendable) {
+        self.base = base
+    }
+
+    mutating func next() -> UInt64 {
+        base.next()
+    }
+}

@@ -1,0 +1,205 @@
+import Testing
+
+@testable import LoadableSyncer
+
+@Suite struct SyncerStateMachineTests {
+    typealias Action = SyncerStateMachine.Action
+
+    /// One input of the machine.
+    enum Input: Sendable, CustomStringConvertible {
+        /// The loadable notified in this state; `retry` is what `shouldRetry` says.
+        case state(LoadableState, retry: Bool = true)
+        /// The timer fired.
+        case timer
+        /// The syncer carried out a sync action and the loadable is in this state.
+        case handled(LoadableState)
+        /// The app became active.
+        case active(retry: Bool = true)
+
+        var description: String {
+            switch self {
+            case .state(let state, let retry): retry ? "\(state)" : "\(state) (no retry)"
+            case .timer: "timer"
+            case .handled(let state): "handled(\(state))"
+            case .active(let retry): retry ? "active" : "active (no retry)"
+            }
+        }
+    }
+
+    /// One scenario: inputs at given times and the actions each one must produce.
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var period: Duration? = nil
+        var syncPolicy: LoadableSyncer.SyncPolicy = .sync
+        var steps: [(at: Duration, input: Input, expected: [Action])]
+
+        var testDescription: String { name }
+    }
+
+    static let s = Duration.seconds
+    static let rootTwo = Duration.seconds(1) * 2.0.squareRoot()
+    static let rows: [Row] = [
+        Row(
+            name: "an idle loadable is left alone (the first sync is not the syncer's job)",
+            steps: [(.zero, .state(.idle), [])]
+        ),
+        Row(
+            name: "a failure schedules a retry after min",
+            steps: [(.zero, .state(.syncing), []), (.zero, .state(.didFailToSync), [.schedule(after: s(1))])]
+        ),
+        Row(
+            name: "repeated failure notifications neither advance the backoff nor re-arm",
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (.zero, .state(.didFailToSync), []),
+                (.zero, .state(.didFailToSync), []),
+            ]
+        ),
+        Row(
+            name: "retry, fail again: the backoff grows",
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (s(1), .timer, [.sync]),
+                (s(1), .state(.syncing), []),
+                (s(1), .handled(.syncing), []),
+                (s(2), .state(.didFailToSync), [.schedule(after: rootTwo)]),
+            ]
+        ),
+        Row(
+            name: "a failure that must not be retried arms nothing",
+            steps: [(.zero, .state(.didFailToSync, retry: false), [])]
+        ),
+        Row(
+            name: "success cancels a pending retry timer when there is no period",
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (.zero, .state(.didSyncSuccessfully), [.cancelTimer]),
+            ]
+        ),
+        Row(
+            name: "success schedules a refresh after the period and resets the backoff",
+            period: s(60),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (.zero, .state(.didSyncSuccessfully), [.schedule(after: s(60))]),
+                (s(10), .state(.didSyncSuccessfully), []),
+                (s(20), .state(.didFailToSync), [.schedule(after: s(1))]),
+            ]
+        ),
+        Row(
+            name: "syncing or idle cancels the timer",
+            period: s(60),
+            steps: [
+                (.zero, .state(.didSyncSuccessfully), [.schedule(after: s(60))]),
+                (.zero, .state(.syncing), [.cancelTimer]),
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (.zero, .state(.idle), [.cancelTimer]),
+            ]
+        ),
+        Row(
+            name: "with syncIfNeeded a refresh that syncs nothing is armed again",
+            period: s(60),
+            syncPolicy: .syncIfNeeded,
+            steps: [
+                (.zero, .state(.didSyncSuccessfully), [.schedule(after: s(60))]),
+                (s(60), .timer, [.syncIfNeeded]),
+                (s(60), .handled(.didSyncSuccessfully), [.schedule(after: s(60))]),
+            ]
+        ),
+        Row(
+            name: "with syncIfNeeded a retry that syncs nothing tries again later instead of stalling",
+            syncPolicy: .syncIfNeeded,
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (s(1), .timer, [.syncIfNeeded]),
+                (s(1), .handled(.didFailToSync), [.schedule(after: rootTwo)]),
+            ]
+        ),
+        Row(
+            name: "a sync whose notification is still queued counts as the transition",
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (s(1), .timer, [.sync]),
+                (s(1), .handled(.syncing), []),
+                (s(1), .state(.syncing), []),
+            ]
+        ),
+        Row(
+            name: "app became active after a failure: sync at once, backoff starts over",
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: s(1))]),
+                (s(1), .timer, [.sync]),
+                (s(1), .state(.syncing), []),
+                (s(2), .state(.didFailToSync), [.schedule(after: rootTwo)]),
+                (s(2), .active(), [.cancelTimer, .sync]),
+                (s(2), .state(.syncing), []),
+                (s(3), .state(.didFailToSync), [.schedule(after: s(1))]),
+            ]
+        ),
+        Row(
+            name: "app became active after a failure that must not be retried: nothing",
+            steps: [(.zero, .state(.didFailToSync, retry: false), []), (.zero, .active(retry: false), [])]
+        ),
+        Row(
+            name: "app became active with a refresh not yet due: nothing",
+            period: s(60),
+            steps: [(.zero, .state(.didSyncSuccessfully), [.schedule(after: s(60))]), (s(59), .active(), [])]
+        ),
+        Row(
+            name: "app became active with an overdue refresh: sync at once",
+            period: s(60),
+            steps: [
+                (.zero, .state(.didSyncSuccessfully), [.schedule(after: s(60))]),
+                (s(61), .active(), [.cancelTimer, .sync]),
+            ]
+        ),
+        Row(
+            name: "app became active while idle or syncing: nothing",
+            steps: [
+                (.zero, .state(.idle), []), (.zero, .active(), []), (.zero, .state(.syncing), []),
+                (.zero, .active(), []),
+            ]
+        ),
+        Row(
+            name: "a timer that is not armed does nothing when it fires",
+            steps: [(.zero, .state(.idle), []), (s(5), .timer, [])]
+        ),
+    ]
+
+    @Test("Syncer decisions", arguments: rows)
+    func decisions(row: Row) {
+        var machine = SyncerStateMachine(
+            policy: BackoffTimeoutPolicy(period: row.period, min: .seconds(1), max: .seconds(8)),
+            syncPolicy: row.syncPolicy
+        )
+        for (index, step) in row.steps.enumerated() {
+            let actions: [Action]
+            switch step.input {
+            case .state(let state, let retry):
+                actions = machine.stateChanged(to: state, retryAllowed: retry, now: step.at)
+            case .timer:
+                actions = machine.timerFired(now: step.at)
+            case .handled(let state):
+                actions = machine.syncRequestHandled(state: state, retryAllowed: true, now: step.at)
+            case .active(let retry):
+                actions = machine.appDidBecomeActive(retryAllowed: retry, now: step.at)
+            }
+            #expect(actions == step.expected, "step \(index) (\(step.input)) at \(step.at)")
+        }
+    }
+
+    @Test("nextSyncIn counts down to the armed deadline and never goes below zero")
+    func nextSyncIn() {
+        var machine = SyncerStateMachine(
+            policy: BackoffTimeoutPolicy(period: .seconds(60), min: .seconds(1), max: .seconds(8)),
+            syncPolicy: .sync
+        )
+        #expect(machine.nextSyncIn(now: .zero) == nil)
+        _ = machine.stateChanged(to: .didSyncSuccessfully, retryAllowed: true, now: .seconds(10))
+        #expect(machine.nextSyncIn(now: .seconds(10)) == .seconds(60))
+        #expect(machine.nextSyncIn(now: .seconds(40)) == .seconds(30))
+        #expect(machine.nextSyncIn(now: .seconds(100)) == .zero)
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .seconds(100))
+        #expect(machine.nextSyncIn(now: .seconds(100)) == nil)
+    }
+}

@@ -1,0 +1,263 @@
+import LoadableSyncer
+import LoadableTesting
+import Testing
+
+// Every sample of Docs/Syncing.md, compiled and run. The guide's `SeededGenerator` is the one in
+// TestSupport.swift.
+
+// MARK: - The syncer (guide types)
+
+enum AuthError: Error { case revoked }
+
+@MainActor
+final class Session {
+    let profile: AsyncLoadable<String>
+    private let syncer: LoadableSyncer
+
+    init(clock: any Clock<Duration> = ContinuousClock(), load: @escaping @MainActor () async throws -> String) {
+        profile = AsyncLoadable(load: load)
+        syncer = LoadableSyncer(
+            profile,
+            timeoutPolicy: BackoffTimeoutPolicy(period: .seconds(600), min: .seconds(1), max: .seconds(60)),
+            clock: clock
+        )
+        syncer.shouldRetry = { !($0 is AuthError) }
+    }
+
+    func start() { profile.sync() }  // the first sync is ours; the syncer keeps it fresh
+}
+
+// MARK: - The access-token recipe (guide types)
+
+protocol Transport: Sendable {
+    func send(_ request: String, bearer: String) async throws -> String
+}
+
+@MainActor
+final class APIClient {
+    private let tokenWaiter: LoadableWaiter<AsyncLoadable<String>>
+    private let transport: any Transport
+
+    init(token: AsyncLoadable<String>, transport: any Transport, clock: any Clock<Duration> = ContinuousClock()) {
+        tokenWaiter = LoadableWaiter(token, timeout: .seconds(30), clock: clock)
+        self.transport = transport
+    }
+
+    func profile() async throws -> String {
+        try await send("GET /profile")
+    }
+
+    func feed() async throws -> String {
+        try await send("GET /feed")
+    }
+
+    private func send(_ request: String) async throws -> String {
+        let token = try await tokenWaiter.wait()  // syncs the token if needed; throws timedOut after 30 s
+        guard let bearer = token.contents else { throw LoadableError.unspecified }
+        return try await transport.send(request, bearer: bearer)
+    }
+}
+
+// MARK: - Autosync (guide types)
+
+@MainActor
+final class WeatherLoadable: AutosyncLoadable<String> {
+    private let forecast: @MainActor () -> String
+
+    init(clock: any Clock<Duration> = ContinuousClock(), forecast: @escaping @MainActor () -> String) {
+        self.forecast = forecast
+        super.init(autosyncInterval: .seconds(300), clock: clock)
+    }
+
+    override func doSync() {
+        setDidSyncSuccessfully(forecast())
+    }
+}
+
+// MARK: - Stand-ins the samples refer to
+
+/// The token endpoint of the recipe's usage sample.
+@MainActor
+final class FakeAuthServer {
+    private(set) var issued = 0
+    func newToken() async throws -> String {
+        issued += 1
+        return "token-\(issued)"
+    }
+}
+
+/// The transport of the recipe's usage sample: echoes the request and the bearer.
+struct URLSessionTransport: Transport {
+    func send(_ request: String, bearer: String) async throws -> String {
+        "\(request) as \(bearer)"
+    }
+}
+
+@MainActor
+@Suite struct SyncingGuideTests {
+    @Test("Backoff sample: the reference sequence, the period, and the reset")
+    func backoffSample() {
+        var policy = BackoffTimeoutPolicy(period: .seconds(300), min: .seconds(1), max: .seconds(15))
+        let retries = (0..<10).map { _ in policy.nextTimeout(afterFailure: true)! }
+        // 1, 1.414, 2, 2.828, 4, 5.657, 8, 11.31, 15, 15 seconds
+        let refresh = policy.nextTimeout(afterFailure: false)  // 300 s, and the backoff starts over
+        let next = policy.nextTimeout(afterFailure: true)  // 1 s again
+
+        expectDurations(retries, approximately: referenceBackoffSeconds)
+        #expect(refresh == .seconds(300))
+        #expect(next == .seconds(1))
+    }
+
+    @Test("Jitter sample: equal jitter from a seeded generator")
+    func jitterSample() {
+        var jittered = BackoffTimeoutPolicy(
+            min: .seconds(1),
+            max: .seconds(30),
+            jitter: .equal,
+            random: SeededGenerator(seed: 42)
+        )
+        let first = jittered.nextTimeout(afterFailure: true)!  // somewhere in 0.5...1 s, the same every run
+
+        #expect(first >= .milliseconds(500) && first <= .seconds(1))
+        var again = BackoffTimeoutPolicy(
+            min: .seconds(1),
+            max: .seconds(30),
+            jitter: .equal,
+            random: SeededGenerator(seed: 42)
+        )
+        #expect(again.nextTimeout(afterFailure: true) == first)
+    }
+
+    @Test("Session sample: a failed first sync is retried; an AuthError is not")
+    func sessionSample() async {
+        let clock = ManualClock()
+        var attempts = 0
+        let session = Session(clock: clock) {
+            attempts += 1
+            if attempts == 1 { throw TestError() }
+            if attempts == 3 { throw AuthError.revoked }
+            return "profile \(attempts)"
+        }
+        session.start()
+        await yield { session.profile.loadableState == .didFailToSync }
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(1))
+        await yield { session.profile.loadableState == .didSyncSuccessfully }
+        #expect(session.profile.contents == "profile 2")
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(600))  // the refresh fails with AuthError
+        await yield { session.profile.loadableState == .didFailToSync }
+        #expect(clock.pendingSleepCount == 0)
+        #expect(clock.requestedSleeps == [.seconds(1), .seconds(600)])
+    }
+
+    @Test("Syncer testing sample: the schedule as the clock's requested sleeps")
+    func syncerTestingSample() async {
+        let clock = ManualClock()
+        let feed = TestLoadable<[String]>()
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(period: .seconds(60), min: .seconds(1), max: .seconds(4)),
+            clock: clock
+        )
+        feed.sync()
+        feed.setDidFailToSync(nil)  // retry in 1 s
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(1))  // the syncer called sync()
+        feed.setDidFailToSync(nil)  // retry in 1.414 s
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(1) * 2.0.squareRoot())
+        feed.setDidSyncSuccessfully(["news"])  // refresh in 60 s
+        await clock.waitForSleepers()
+        #expect(clock.requestedSleeps == [.seconds(1), .seconds(1) * 2.0.squareRoot(), .seconds(60)])
+        #expect(syncer.nextSyncIn == .seconds(60))
+    }
+
+    @Test("Access-token recipe: two calls wait for one token sync")
+    func accessTokenRecipe() async throws {
+        let authServer = FakeAuthServer()
+
+        let token = AsyncLoadable<String> { try await authServer.newToken() }
+        let api = APIClient(token: token, transport: URLSessionTransport())
+        async let profile = api.profile()
+        async let feed = api.feed()  // both wait for one token sync
+        let (p, f) = try await (profile, feed)
+
+        #expect(p == "GET /profile as token-1")
+        #expect(f == "GET /feed as token-1")
+        #expect(authServer.issued == 1)
+    }
+
+    @Test("Access-token recipe: calls time out after 30 s while the token endpoint keeps failing")
+    func accessTokenTimeout() async {
+        let clock = ManualClock()
+        var attempts = 0
+        let token = AsyncLoadable<String> {
+            attempts += 1
+            throw TestError()
+        }
+        let api = APIClient(token: token, transport: URLSessionTransport(), clock: clock)
+        let call = Task { try await api.profile() }
+        await clock.waitForSleepers(count: 2)  // the call's timeout and the first retry
+        await clock.advance(by: .seconds(30))
+        await #expect(throws: LoadableWaiterError.timedOut) { try await call.value }
+        #expect(attempts > 1)
+    }
+
+    @Test("Callback sample: cancelling the handle runs the completion with CancellationError")
+    func callbackSample() {
+        let clock = ManualClock()
+        let waiter = LoadableWaiter(TestLoadable<String>(), timeout: .seconds(30), clock: clock)
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+
+        let handle = waiter.wait { result in
+            switch result {
+            case .success(let token): print("token:", token.contents ?? "")
+            case .failure(let error): print("no token:", error)
+            }
+        }
+        handle.cancel()  // the completion runs now with CancellationError
+
+        #expect(printed.count == 1)
+        #expect(printed.first?.hasPrefix("no token:") == true)
+    }
+
+    @Test("Simple waiter sample: one completion after the sync ends")
+    func simpleWaiterSample() {
+        let feed = TestLoadable<[String]>()
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+
+        feed.sync()
+        SimpleLoadableWaiter.whenDoneSyncing(feed) {
+            print("done:", feed.loadableState)  // runs once, after the sync ends
+        }
+
+        #expect(printed.isEmpty)
+        feed.setDidSyncSuccessfully(["news"])
+        #expect(printed == ["done: did-sync-successfully"])
+    }
+
+    @Test("Autosync sample: syncs on the first observer, every 5 minutes while observed, then stops")
+    func autosyncSample() async {
+        let clock = ManualClock()
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+        var forecasts = 0
+
+        let weather = WeatherLoadable(clock: clock) {
+            forecasts += 1
+            return "sunny \(forecasts)"
+        }
+        let observation = weather.observe { print($0.contents ?? "…") }  // syncs now, then every 5 minutes
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(300))
+        observation.cancel()  // the refreshes stop
+
+        #expect(forecasts == 2)
+        #expect(printed == ["…", "sunny 1", "sunny 1", "sunny 2"])
+        await clock.advance(by: .seconds(600))
+        #expect(forecasts == 2)
+    }
+}
