@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "LoadableTesting", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .executableTarget(
             name: "loadable-demo",
-            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer"],
+            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -1,21 +1,37 @@
-import Loadable
+// The Loadable tour: `swift run loadable-demo --help`.
+//
+// Loadables live on the main actor. On Linux the main actor runs when the program has an async
+// entry point, like this top-level `await`.
 
-/// A loadable that "downloads" a greeting.
-final class GreetingLoadable: Loadable<String> {
-    override func doSync() {
-        Task { setDidSyncSuccessfully("Hello, Loadable") }
-    }
-}
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 @MainActor
-func runDemo() async {
-    let greeting = GreetingLoadable()
-    let observation = greeting.observe { greeting in
-        print("greeting: \(greeting.loadableState) (contents: \(greeting.contents ?? "none"))")
+func main() async -> Int32 {
+    let options: DemoOptions
+    do {
+        options = try DemoOptions.parse(Array(CommandLine.arguments.dropFirst()))
+    } catch {
+        printToStandardError("loadable-demo: \(error.message)\n\n\(DemoOptions.usage)\n")
+        return 2
     }
-    print("greeting: \(greeting.loadableState)")
-    _ = try? await greeting.syncedContents()
-    observation.cancel()
+    if options.showHelp {
+        print(DemoOptions.usage)
+        return 0
+    }
+    await Tour(options: options).run()
+    return 0
 }
 
-await runDemo()
+/// Writes `text` to standard error.
+func printToStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in
+        _ = write(2, bytes.baseAddress, bytes.count)
+    }
+}
+
+exit(await main())

@@ -1,0 +1,70 @@
+/// The demo's command-line options.
+struct DemoOptions: Equatable {
+    var seed: UInt64 = 42
+    var failureRate = 0.3
+    var duration: Duration = .seconds(30)
+    var showHelp = false
+
+    static let usage = """
+        usage: loadable-demo [--seed N] [--failure-rate X] [--duration S] [--help]
+
+        A tour of Loadable: an access token refreshed by a syncer with backoff, API calls that wait
+        for it, and a strict group of three feeds, printed as a timeline of simulated time.
+
+          --seed N           seed of every random choice; the same seed gives the same events (default 42)
+          --failure-rate X   probability that an auth request fails, from 0 to 1 (default 0.3)
+          --duration S       seconds of simulated app time, more than 0 and at most 3600 (default 30)
+          --help             print this help
+        """
+
+    /// A command-line mistake, with the message to print.
+    struct Failure: Error, Equatable {
+        var message: String
+    }
+
+    /// Parses `arguments` (without the program name).
+    static func parse(_ arguments: [String]) throws(Failure) -> DemoOptions {
+        var options = DemoOptions()
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            var name = argument
+            var inlineValue: String?
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            func value() throws(Failure) -> String {
+                if let inlineValue { return inlineValue }
+                guard let next = remaining.popFirst() else {
+                    throw Failure(message: "\(name) needs a value")
+                }
+                return next
+            }
+            switch name {
+            case "--help", "-h":
+                options.showHelp = true
+            case "--seed":
+                let text = try value()
+                guard let seed = UInt64(text) else {
+                    throw Failure(message: "--seed needs a whole number from 0 to \(UInt64.max), got '\(text)'")
+                }
+                options.seed = seed
+            case "--failure-rate":
+                let text = try value()
+                guard let rate = Double(text), rate >= 0, rate <= 1 else {
+                    throw Failure(message: "--failure-rate needs a number from 0 to 1, got '\(text)'")
+                }
+                options.failureRate = rate
+            case "--duration":
+                let text = try value()
+                guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
+                    throw Failure(message: "--duration needs seconds, more than 0 and at most 3600, got '\(text)'")
+                }
+                options.duration = .milliseconds(Int64((seconds * 1000).rounded()))
+            default:
+                throw Failure(message: "unknown option '\(argument)'")
+            }
+        }
+        return options
+    }
+}

@@ -1,0 +1,117 @@
+import Loadable
+import LoadableGroup
+import LoadableSyncer
+import LoadableTesting
+
+/// Why a simulated request failed.
+enum DemoError: Error, CustomStringConvertible {
+    case authUnavailable
+    case serverGlitch(String)
+
+    var description: String {
+        switch self {
+        case .authUnavailable: "auth service unavailable"
+        case .serverGlitch(let path): "server error on \(path)"
+        }
+    }
+}
+
+/// Counts what happened, for the summary.
+@MainActor
+final class DemoStats {
+    var syncs: [String: Int] = [:]
+    var failures: [String: Int] = [:]
+    var retries = 0
+    var waits: [Duration] = []
+    var waitsThatWaited: [Duration] { waits.filter { $0 > .zero } }
+    var timeouts = 0
+    var requests = 0
+}
+
+/// A simulated auth service: answers after a random latency and fails at `failureRate`.
+@MainActor
+final class AuthService {
+    private var random: DemoRandom
+    private let failureRate: Double
+    private let clock: ManualClock
+    private var issued = 0
+
+    init(seed: UInt64, failureRate: Double, clock: ManualClock) {
+        random = DemoRandom(seed: seed)
+        self.failureRate = failureRate
+        self.clock = clock
+    }
+
+    func issueToken() async throws -> String {
+        let latency = Duration.microseconds(Int64.random(in: 150_000...600_000, using: &random))
+        let fails = Double.random(in: 0..<1, using: &random) < failureRate
+        try await clock.sleep(for: latency)
+        if fails { throw DemoError.authUnavailable }
+        issued += 1
+        return "token-\(issued)"
+    }
+}
+
+/// A simulated API server: answers after a random latency; a path can be made to fail once.
+@MainActor
+final class APIServer {
+    private var random: DemoRandom
+    private let clock: ManualClock
+    var glitches: Set<String> = []
+
+    init(seed: UInt64, clock: ManualClock) {
+        random = DemoRandom(seed: seed)
+        self.clock = clock
+    }
+
+    func get(_ path: String, token: String) async throws -> [String] {
+        let latency = Duration.microseconds(Int64.random(in: 80_000...300_000, using: &random))
+        let count = Int.random(in: 1...9, using: &random)
+        let fails = glitches.remove(path) != nil
+        try await clock.sleep(for: latency)
+        if fails { throw DemoError.serverGlitch(path) }
+        return (1...count).map { "\(path.dropFirst()) #\($0)" }
+    }
+}
+
+/// An API client whose every request first waits for the access token.
+@MainActor
+final class APIClient {
+    private let waiter: LoadableWaiter<AsyncLoadable<String>>
+    private let server: APIServer
+    private let clock: ManualClock
+    private let timeline: Timeline
+    private let stats: DemoStats
+
+    init(
+        token: AsyncLoadable<String>, server: APIServer, clock: ManualClock, timeline: Timeline,
+        stats: DemoStats
+    ) {
+        waiter = LoadableWaiter(token, timeout: .seconds(5), clock: clock)
+        self.server = server
+        self.clock = clock
+        self.timeline = timeline
+        self.stats = stats
+    }
+
+    func request(_ path: String) async throws -> [String] {
+        let started = clock.now
+        let name = "api \(path)"
+        let token: AsyncLoadable<String>
+        do {
+            if !waiter.isConditionMet { timeline.log(name, "waiting", "request waits for the access token") }
+            token = try await waiter.wait()
+        } catch {
+            stats.timeouts += 1
+            timeline.log(name, "gave up", "request failed: \(error)")
+            throw error
+        }
+        let waited = started.duration(to: clock.now)
+        stats.waits.append(waited)
+        stats.requests += 1
+        timeline.log(
+            name, "sent",
+            waited > .zero ? "after waiting \(Timeline.seconds(waited)) s for the token" : "the token was ready")
+        return try await server.get(path, token: token.contents ?? "")
+    }
+}

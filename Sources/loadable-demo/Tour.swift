@@ -1,0 +1,194 @@
+import Loadable
+import LoadableGroup
+import LoadableSyncer
+import LoadableTesting
+
+/// The tour: builds the objects, runs the script in simulated time, prints the summary.
+@MainActor
+final class Tour {
+    let options: DemoOptions
+    let clock = ManualClock()
+    let timeline: Timeline
+    let stats = DemoStats()
+    let auth: AuthService
+    let server: APIServer
+    let token: AsyncLoadable<String>
+    let syncer: LoadableSyncer
+    let api: APIClient
+    let feeds: [(name: String, loadable: AsyncLoadable<[String]>)]
+    let group: LoadableGroup
+    private var tasks: [Task<Void, Never>] = []
+    private var observations: [LoadableObservation] = []
+
+    init(options: DemoOptions) {
+        self.options = options
+        timeline = Timeline(clock: clock)
+        auth = AuthService(seed: options.seed, failureRate: options.failureRate, clock: clock)
+        server = APIServer(seed: options.seed &+ 1, clock: clock)
+        let auth = auth
+        token = AsyncLoadable { try await auth.issueToken() }
+        syncer = LoadableSyncer(
+            token,
+            timeoutPolicy: BackoffTimeoutPolicy(
+                period: .seconds(10), min: .milliseconds(500), max: .seconds(8), jitter: .full,
+                random: DemoRandom(seed: options.seed &+ 2)),
+            clock: clock)
+        api = APIClient(token: token, server: server, clock: clock, timeline: timeline, stats: stats)
+        let api = api
+        feeds = ["/profile", "/photos", "/notifications"].map { path in
+            (String(path.dropFirst()), AsyncLoadable { try await api.request(path) })
+        }
+        // Watch the token and the feeds before the group exists, so their lines come before the
+        // group's (observers are called in the order they were added).
+        group = LoadableGroup([], policy: .strict)
+        watchEverything()
+        group.members = feeds.map(\.loadable)
+        watchGroup()
+    }
+
+    func run() async {
+        print(
+            "Loadable tour: seed \(options.seed), auth failure rate \(options.failureRate), "
+                + "\(Timeline.seconds(options.duration)) s of simulated app time\n")
+        print(Timeline.header)
+
+        // App launch: sign in, and open the feed screen (its feeds wait for the token).
+        token.sync()
+        group.sync()
+        at(1.5) { self.sendMessage(1) }
+        at(4.0) { self.sendMessage(2) }
+        at(7.5) { self.sendMessage(3) }
+        at(12.0) {
+            self.timeline.log("user", "pull to refresh", "old items stay on screen while the feeds reload")
+            self.group.sync()
+        }
+        at(16.0) { self.sendMessage(4) }
+        at(20.0) {
+            self.server.glitches.insert("/photos")
+            self.timeline.log("user", "pull to refresh", "(the photos request is going to fail)")
+            self.group.sync()
+        }
+        at(24.0) {
+            self.timeline.log("user", "tap retry", "")
+            self.group.sync()
+        }
+        at(27.0) { self.sendMessage(5) }
+
+        // Let the work started at time zero run before time moves.
+        await clock.advance(by: .zero)
+        let end = clock.now.advanced(by: options.duration)
+        while clock.now < end {
+            await clock.advance(by: min(.milliseconds(100), clock.now.duration(to: end)))
+        }
+        for task in tasks { task.cancel() }
+        printSummary()
+    }
+
+    private func at(_ seconds: Double, _ action: @escaping @MainActor () -> Void) {
+        let deadline = clock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
+        let clock = clock
+        tasks.append(
+            Task {
+                guard (try? await clock.sleep(until: deadline)) != nil else { return }
+                action()
+            })
+    }
+
+    private func sendMessage(_ number: Int) {
+        tasks.append(
+            Task {
+                _ = try? await self.api.request("/messages/\(number)")
+            })
+    }
+
+    private func watchEverything() {
+        timeline.watch(token, as: "access-token") { [unowned self] token in
+            describe(token: token)
+        }
+        for (name, feed) in feeds {
+            timeline.watch(feed, as: "feed \(name)") { feed in
+                Self.describe(feed: feed)
+            }
+        }
+        // Counters for the summary.
+        var previous: [ObjectIdentifier: LoadableState] = [:]
+        let named: [(String, any PureLoadable)] = [("access-token", token)] + feeds.map { ($0.name, $0.loadable) }
+        for (name, loadable) in named {
+            previous[ObjectIdentifier(loadable)] = loadable.loadableState
+            observations.append(
+                loadable.addObserver { [unowned self] loadable in
+                    let id = ObjectIdentifier(loadable)
+                    let before = previous[id]
+                    let now = loadable.loadableState
+                    previous[id] = now
+                    guard before != now else { return }
+                    if now == .syncing {
+                        stats.syncs[name, default: 0] += 1
+                        if before == .didFailToSync, name == "access-token" { stats.retries += 1 }
+                    }
+                    if now == .didFailToSync { stats.failures[name, default: 0] += 1 }
+                })
+        }
+    }
+
+    private func watchGroup() {
+        timeline.watch(group, as: "feed screen") { group in
+            switch group.loadableState {
+            case .idle: "nothing yet"
+            case .syncing: group.isContentsAvailable ? "content + refresh spinner" : "full-screen spinner"
+            case .didSyncSuccessfully: "content"
+            case .didFailToSync:
+                group.isContentsAvailable ? "old content + error banner" : "error screen with a retry button"
+            }
+        }
+    }
+
+    private func describe(token: AsyncLoadable<String>) -> String {
+        switch token.loadableState {
+        case .idle: return "signed out"
+        case .syncing: return token.contents == nil ? "signing in…" : "signed in (refreshing the session)"
+        case .didSyncSuccessfully:
+            let refresh = syncer.nextSyncIn.map { ", next refresh in \(Timeline.seconds($0)) s" } ?? ""
+            return "signed in\(refresh)"
+        case .didFailToSync:
+            let retry = syncer.nextSyncIn.map { "; retrying in \(Timeline.seconds($0)) s" } ?? ""
+            let error = token.error.map { "\($0)" } ?? "unknown error"
+            return token.contents == nil
+                ? "can't sign in (\(error))\(retry)" : "still signed in, refresh failed (\(error))\(retry)"
+        }
+    }
+
+    private static func describe(feed: AsyncLoadable<[String]>) -> String {
+        let count = feed.contents?.count ?? 0
+        switch feed.snapshot.phase {
+        case .idle: return "nothing yet"
+        case .syncing(let cached): return cached == nil ? "spinner" : "\(items(count)) (stale) + spinner"
+        case .loaded: return items(count)
+        case .empty: return "empty state"
+        case .failed(let error, let cached):
+            return cached == nil ? "error: \(error)" : "\(items(count)) kept + error: \(error)"
+        }
+    }
+
+    private static func items(_ count: Int) -> String {
+        count == 1 ? "1 item" : "\(count) items"
+    }
+
+    private func printSummary() {
+        let tokenSyncs = stats.syncs["access-token", default: 0]
+        let tokenFailures = stats.failures["access-token", default: 0]
+        print("\nSummary")
+        print("  access token: \(tokenSyncs) syncs, \(tokenFailures) failed, \(stats.retries) retried by the syncer")
+        for (name, _) in feeds {
+            print("  feed \(name): \(stats.syncs[name, default: 0]) syncs, \(stats.failures[name, default: 0]) failed")
+        }
+        let waited = stats.waitsThatWaited
+        let longest = waited.max() ?? .zero
+        let total = waited.reduce(Duration.zero, +)
+        let average = waited.isEmpty ? Duration.zero : total / waited.count
+        print(
+            "  requests: \(stats.requests) sent; \(waited.count) waited for the token "
+                + "(average \(Timeline.seconds(average)) s, longest \(Timeline.seconds(longest)) s), "
+                + "\(stats.timeouts) timed out")
+    }
+}
