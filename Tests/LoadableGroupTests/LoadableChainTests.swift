@@ -307,7 +307,7 @@ struct LoadableChainTests {
         #expect(b.loadableState == .syncing)
         b.setDidSyncSuccessfully(2)
         #expect(chain.loadableState == .didSyncSuccessfully)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("A chain that is one of its own items does not crash; it waits for itself")

@@ -292,7 +292,7 @@ struct LoadableGroupTests {
         a.setSyncing()
         a.setSyncing()  // no change: neither runs
         #expect(group.log == ["hook: syncing", "observer: syncing"])
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("An observer that changes the notifying member gets a queued round with the latest state")
@@ -312,7 +312,7 @@ struct LoadableGroupTests {
         #expect(seenByFirst == [.syncing, .didSyncSuccessfully])
         #expect(seenBySecond == [.syncing, .didSyncSuccessfully])
         #expect(group.loadableState == .didSyncSuccessfully)
-        _ = (first, second)
+        withExtendedLifetime((first, second)) {}
     }
 
     @Test("An observer that changes another member while the group notifies gets a second round, not a nested one")
@@ -338,7 +338,7 @@ struct LoadableGroupTests {
         #expect(seenBySecond == [.didFailToSync, .didFailToSync])
         #expect(maxDepth == 1)
         #expect(group.loadableState == .didFailToSync)
-        _ = (first, second)
+        withExtendedLifetime((first, second)) {}
     }
 
     @Test("An observer that reassigns the members while the group notifies does not break the group")
@@ -357,7 +357,7 @@ struct LoadableGroupTests {
         #expect(group.loadableState == .idle)
         b.setDidSyncSuccessfully(2)
         #expect(group.loadableState == .didSyncSuccessfully)
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("A member that notifies while it is being subscribed to is counted with its latest state")
@@ -529,7 +529,7 @@ struct LoadableGroupTests {
             #expect(changed.isContentsAvailableReadCount == 1)
             #expect(changed.errorReadCount == 0)
         }
-        _ = token
+        withExtendedLifetime(token) {}
     }
 
     @Test("A group of 100,000 members that all sync reads each member a constant number of times")
