@@ -104,7 +104,7 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     ///
     /// ```swift
     /// var policy = BackoffTimeoutPolicy(
-    ///     min: .seconds(1), max: .seconds(15), jitter: .full, random: SeededGenerator(seed: 42)
+    ///     min: .seconds(1), max: .seconds(15), jitter: .full, random: SeededRandomNumberGenerator(seed: 42)
     /// )
     /// ```
     ///

@@ -31,13 +31,13 @@ final class DemoStats {
 /// A simulated auth service: answers after a random latency and fails at `failureRate`.
 @MainActor
 final class AuthService {
-    private var random: DemoRandom
+    private var random: SeededRandomNumberGenerator
     private let failureRate: Double
     private let clock: ManualClock
     private var issued = 0
 
     init(seed: UInt64, failureRate: Double, clock: ManualClock) {
-        random = DemoRandom(seed: seed)
+        random = SeededRandomNumberGenerator(seed: seed)
         self.failureRate = failureRate
         self.clock = clock
     }
@@ -55,12 +55,12 @@ final class AuthService {
 /// A simulated API server: answers after a random latency; a path can be made to fail once.
 @MainActor
 final class APIServer {
-    private var random: DemoRandom
+    private var random: SeededRandomNumberGenerator
     private let clock: ManualClock
     var glitches: Set<String> = []
 
     init(seed: UInt64, clock: ManualClock) {
-        random = DemoRandom(seed: seed)
+        random = SeededRandomNumberGenerator(seed: seed)
         self.clock = clock
     }
 

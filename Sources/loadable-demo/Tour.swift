@@ -31,7 +31,7 @@ final class Tour {
             token,
             timeoutPolicy: BackoffTimeoutPolicy(
                 period: .seconds(10), min: .milliseconds(500), max: .seconds(8), jitter: .full,
-                random: DemoRandom(seed: options.seed &+ 2)),
+                random: SeededRandomNumberGenerator(seed: options.seed &+ 2)),
             clock: clock)
         api = APIClient(token: token, server: server, clock: clock, timeline: timeline, stats: stats)
         let api = api

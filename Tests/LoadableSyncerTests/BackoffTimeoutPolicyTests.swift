@@ -1,4 +1,5 @@
 import LoadableSyncer
+import LoadableTesting
 import Testing
 
 @Suite struct BackoffTimeoutPolicyTests {
@@ -56,7 +57,7 @@ import Testing
             min: .seconds(1),
             max: .seconds(15),
             jitter: .full,
-            random: SeededGenerator(seed: seed)
+            random: SeededRandomNumberGenerator(seed: seed)
         )
         let ceilings = backoffSequence(min: .seconds(1), max: .seconds(15), count: 200)
         for ceiling in ceilings {
@@ -71,7 +72,7 @@ import Testing
             min: .seconds(1),
             max: .seconds(15),
             jitter: .equal,
-            random: SeededGenerator(seed: seed)
+            random: SeededRandomNumberGenerator(seed: seed)
         )
         let ceilings = backoffSequence(min: .seconds(1), max: .seconds(15), count: 200)
         for ceiling in ceilings {
@@ -87,7 +88,7 @@ import Testing
                 min: .seconds(4),
                 max: .seconds(4),
                 jitter: .full,
-                random: SeededGenerator(seed: seed)
+                random: SeededRandomNumberGenerator(seed: seed)
             )
             return (0..<20).map { _ in policy.nextTimeout(afterFailure: true)! }
         }
@@ -103,7 +104,7 @@ import Testing
             min: .seconds(1),
             max: .seconds(2),
             jitter: .full,
-            random: SeededGenerator(seed: 3)
+            random: SeededRandomNumberGenerator(seed: 3)
         )
         for _ in 0..<10 { #expect(policy.nextTimeout(afterFailure: false) == .seconds(30)) }
     }

@@ -2,8 +2,7 @@ import LoadableSyncer
 import LoadableTesting
 import Testing
 
-// Every sample of Docs/Syncing.md, compiled and run. The guide's `SeededGenerator` is the one in
-// TestSupport.swift.
+// Every sample of Docs/Syncing.md, compiled and run.
 
 // MARK: - The syncer (guide types)
 
@@ -114,7 +113,7 @@ struct URLSessionTransport: Transport {
             min: .seconds(1),
             max: .seconds(30),
             jitter: .equal,
-            random: SeededGenerator(seed: 42)
+            random: SeededRandomNumberGenerator(seed: 42)
         )
         let first = jittered.nextTimeout(afterFailure: true)!  // somewhere in 0.5...1 s, the same every run
 
@@ -123,7 +122,7 @@ struct URLSessionTransport: Transport {
             min: .seconds(1),
             max: .seconds(30),
             jitter: .equal,
-            random: SeededGenerator(seed: 42)
+            random: SeededRandomNumberGenerator(seed: 42)
         )
         #expect(again.nextTimeout(afterFailure: true) == first)
     }

@@ -1,3 +1,4 @@
+import LoadableTesting
 import Testing
 
 @testable import LoadableSyncer
@@ -18,7 +19,7 @@ import Testing
 
     @Test("Removing any wait keeps the heap ordered (checked against a sorted list)", arguments: [1, 2, 3] as [UInt64])
     func randomOperations(seed: UInt64) {
-        var random = SeededGenerator(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         var heap = WaitHeap()
         var reference: [WaitHeap.Entry] = []
         var nextID = 0

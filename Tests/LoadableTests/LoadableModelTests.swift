@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTesting
 import Testing
 
 /// Model-based randomized tests: random operation sequences run against a `Loadable` and against a
@@ -253,7 +254,7 @@ struct LoadableModelTests {
 
     // MARK: - Running
 
-    static func randomOperation(_ random: inout SplitMix64, observerCount: Int) -> Operation {
+    static func randomOperation(_ random: inout SeededRandomNumberGenerator, observerCount: Int) -> Operation {
         let reactions: [Reaction] = [
             .none, .none, .syncOnFailure, .cancelSelf, .addObserver, .cancelNext, .cancelOnSyncing,
         ]
@@ -315,7 +316,7 @@ struct LoadableModelTests {
         let baseSeed: UInt64 = 0x10AD_AB1E
         for sequence in 0..<10_000 {
             let seed = baseSeed &+ UInt64(sequence)
-            var random = SplitMix64(seed: seed)
+            var random = SeededRandomNumberGenerator(seed: seed)
             let length = Int(random.next() % 40) + 1
             var operations: [Operation] = []
             var observerCount = 0
