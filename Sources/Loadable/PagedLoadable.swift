@@ -168,7 +168,7 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// - Throws: Why the page could not be loaded.
     open func loadPage(after cursor: Cursor?) async throws -> Page {
         guard let pageLoader else {
-            preconditionFailure(
+            fatalError(
                 "\(type(of: self)) must override loadPage(after:) or be created with init(loadPage:)"
             )
         }

@@ -122,7 +122,7 @@ struct LoadableGroupTests {
         for a in LoadableState.allCases {
             for b in LoadableState.allCases { pairs.append([a, b]) }
         }
-        var random = SplitMix64(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         var outputs: [[LoadableState]: LoadableState] = [:]
         for pair in pairs.shuffled(using: &random) {
             first.loadableState = pair[0]
@@ -141,7 +141,7 @@ struct LoadableGroupTests {
         let second = TestLoadable<Int>()
         let group = LoadableGroup([first, second], policy: policy)
         let pairs: [[Bool]] = [[false, false], [false, true], [true, false], [true, true]]
-        var random = SplitMix64(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         var outputs: [[Bool]: Bool] = [:]
         // Visit every pair three times over, so that each is reached from several others.
         for pair in (pairs + pairs + pairs).shuffled(using: &random) {
@@ -183,7 +183,7 @@ struct LoadableGroupTests {
 
     @Test("Under .never, a group made successful by failed members still has contents", arguments: [1, 2] as [UInt64])
     func neverPolicyKeepsSuccessImpliesContents(seed: UInt64) {
-        var random = SplitMix64(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         let members = (0..<6).map { _ in TestLoadable<Int>() }
         let group = PureLoadableGroup(members, policy: .never)
         for member in members.shuffled(using: &random) {
@@ -515,7 +515,7 @@ struct LoadableGroupTests {
             { $0.setSyncing() }, { $0.setDidSyncSuccessfully(1) }, { $0.setDidFailToSync(nil) },
             { $0.notifyDidChange() }, { $0.setIdle() },
         ]
-        var random = SplitMix64(seed: 7)
+        var random = SeededRandomNumberGenerator(seed: 7)
         for step in 0..<50 {
             members.forEach { $0.resetReadCounts() }
             let changed = members[Int.random(in: 0..<members.count, using: &random)]

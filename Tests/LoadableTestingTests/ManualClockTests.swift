@@ -126,4 +126,15 @@ struct ManualClockTests {
             #expect(text.contains("advance(by:) needs a duration >= .zero"))
         }
     }
+
+    @Test("waiting for fewer than one sleeper stops with a message naming count")
+    func waitForNoSleepers() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await ManualClock().waitForSleepers(count: 0)
+        }
+        .map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("waitForSleepers(count:) needs count >= 1"))
+        }
+    }
 }
