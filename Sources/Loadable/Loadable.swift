@@ -57,9 +57,10 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// observer moves the loadable out of `syncing` while being told of the sync, ``doSync()`` is
     /// not called.
     public final func sync() {
-        guard loadableState != .syncing else { return }
+        // Stored state, not `loadableState`: starting a sync is not a read for Observation.
+        guard storedState != .syncing else { return }
         update(state: .syncing, error: nil)
-        guard loadableState == .syncing else { return }
+        guard storedState == .syncing else { return }
         doSync()
     }
 
@@ -85,11 +86,10 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// Does nothing when not syncing. A completion that arrives after the cancel must be ignored
     /// by the subclass; ``AsyncLoadable`` does that itself.
     public final func cancelSync() {
-        guard loadableState == .syncing else { return }
+        guard storedState == .syncing else { return }
         doCancelSync()
-        guard loadableState == .syncing else { return }
-        let previous = stateBeforeSyncing
-        update(state: previous.state, error: previous.error)
+        guard storedState == .syncing else { return }
+        restoreStateBeforeSyncing()
     }
 
     /// Stops the work started by ``doSync()``; does nothing by default.

@@ -18,10 +18,10 @@ internal import Dispatch
 /// ```
 @MainActor
 public final class LoadableObservation {
-    private weak var owner: (any ObserverOwner)?
+    private weak var owner: (any ObserverRegistry)?
     private let id: Int
 
-    package init(owner: any ObserverOwner, id: Int) {
+    package init(owner: any ObserverRegistry, id: Int) {
         self.owner = owner
         self.id = id
     }

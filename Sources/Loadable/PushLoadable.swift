@@ -26,16 +26,29 @@ public import Observation
 /// ``setDidSyncSuccessfully()`` announces changed contents).
 @MainActor
 open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor CustomStringConvertible {
-    private var storedState: LoadableState = .idle
-    private var storedContents: Contents?
+    // Stored properties are private (or internal and read-only outside this file) so that the
+    // compiler sees every access and can drop most dynamic exclusivity checks. Their order packs
+    // the object: the one-byte fields right after the observer list's flags, the generic contents
+    // (whose size only the runtime knows) last, so that the fields before it have fixed offsets.
+    private var observers = ObserverList()
+    /// The state without telling Observation: for internal paths that are not reads of the
+    /// loadable (``Loadable/sync()``), so that they neither count as one nor create the registrar.
+    private(set) final var storedState: LoadableState = .idle
+    /// The state before the current sync began, restored by a cancelled sync.
+    private var stateBeforeSyncing: LoadableState = .idle
+    /// `storedContents != nil`, kept so that reading it needs no generic code.
+    private var hasContents: Bool
+    /// Set while ``untrackedStatus`` runs, so that its reads do not tell Observation.
+    private var isReadingUntracked = false
+    /// The error of the current state, except while syncing: a syncing loadable has no error, so
+    /// this keeps the error the sync started from (restored by a cancelled sync) without a field
+    /// of its own.
     private var storedError: (any Error)?
-    /// The state and error before the current sync began, restored by a cancelled sync.
-    package var stateBeforeSyncing: (state: LoadableState, error: (any Error)?) = (.idle, nil)
-    package var observerList = ObserverList()
     /// Created by the first read: Observation can only track a loadable that was read, so until
     /// then changes skip it, and an idle loadable nobody read does not pay for a registrar (three
     /// allocations, about 160 bytes).
     private var observation: ObservationState?
+    private var storedContents: Contents?
 
     /// Creates an idle loadable.
     ///
@@ -43,6 +56,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   ``LoadableState/idle`` either way.
     public init(contents: Contents? = nil) {
         storedContents = contents
+        hasContents = contents != nil
     }
 
     // MARK: - Reading
@@ -62,7 +76,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Why the last sync failed, if it failed and said why; `nil` in any other state.
     public final var error: (any Error)? {
         trackAccess()
-        return storedError
+        return storedState == .syncing ? nil : storedError
     }
 
     /// Whether there are contents to show; by default `contents != nil`.
@@ -71,7 +85,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// something before it is complete). ``LoadableState/didSyncSuccessfully`` must imply `true`.
     open var isContentsAvailable: Bool {
         trackAccess()
-        return storedContents != nil
+        return hasContents
     }
 
     /// The state, contents and error as one value, for views and for crossing actors.
@@ -85,7 +99,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     }
 
     /// Whether at least one observer is registered through ``addObserver(_:)``.
-    public final var hasObservers: Bool { !observerList.isEmpty }
+    public final var hasObservers: Bool { !observers.isEmpty }
 
     /// `<TypeName: state, contents available: yes|no>`.
     open var description: String {
@@ -143,21 +157,35 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Stores a new state and error, contents untouched, with one Observation mutation, then
     /// notifies observers.
+    ///
+    /// - Parameters:
+    ///   - state: The new state.
+    ///   - error: The new error; must be `nil` when `state` is ``LoadableState/syncing``.
     package final func update(state: LoadableState, error: (any Error)?) {
-        willChange(to: state)
-        storedState = state
-        storedError = error
+        willChange()
+        store(state: state, error: error)
         didChange()
     }
 
     /// Stores a new state, error and contents with one Observation mutation, then notifies
     /// observers.
+    ///
+    /// - Parameters:
+    ///   - state: The new state.
+    ///   - error: The new error; must be `nil` when `state` is ``LoadableState/syncing``.
+    ///   - contents: The new contents.
     package final func update(state: LoadableState, error: (any Error)?, contents: Contents) {
-        willChange(to: state)
-        storedState = state
-        storedError = error
+        willChange()
+        store(state: state, error: error)
         storedContents = contents
+        hasContents = true
         didChange()
+    }
+
+    /// Goes back to the state and error the loadable had before the current sync began, with one
+    /// Observation mutation, then notifies observers. Contents are untouched.
+    final func restoreStateBeforeSyncing() {
+        update(state: stateBeforeSyncing, error: storedError)
     }
 
     // MARK: - Observation
@@ -168,6 +196,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Tells Observation that the loadable was read (every getter calls it).
     private func trackAccess() {
+        guard !isReadingUntracked else { return }
         let observation = observation ?? makeObservationState()
         observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
@@ -179,12 +208,21 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         return observation
     }
 
-    /// Begins a change: remembers the state a sync starts from and tells Observation.
-    private func willChange(to state: LoadableState? = nil) {
-        if state == .syncing, storedState != .syncing {
-            stateBeforeSyncing = (storedState, storedError)
-        }
+    /// Begins a change: tells Observation.
+    private func willChange() {
         observation?.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Stores a new state and error. Entering ``LoadableState/syncing`` remembers the state it
+    /// starts from and keeps the error in ``storedError`` (see there).
+    private func store(state: LoadableState, error: (any Error)?) {
+        assert(state != .syncing || error == nil, "a syncing loadable has no error")
+        if state != .syncing {
+            storedError = error
+        } else if storedState != .syncing {
+            stateBeforeSyncing = storedState
+        }
+        storedState = state
     }
 
     /// Ends a change: tells Observation, then notifies observers.
@@ -200,7 +238,37 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     public final func addObserver(
         _ handler: @escaping @MainActor (any PureLoadable) -> Void
     ) -> LoadableObservation {
-        registerObserver(handler)
+        let id = observers.add(handler)
+        if observers.count == 1 { didAddFirstObserver() }
+        return LoadableObservation(owner: self, id: id)
+    }
+
+    /// Calls every observer with `self`, in the order they were added.
+    ///
+    /// If a round is running (an observer changed this loadable), the notification is queued as
+    /// one more round right after the current one instead of nesting. The same loop as
+    /// ``ObserverOwner/notifyObservers()``, on the private list: no access to it is held while a
+    /// handler runs.
+    private func notifyObservers() {
+        guard observers.beginRound() else { return }
+        // Keep the loadable alive for the whole round even if an observer releases the last
+        // reference to it.
+        let subject: any PureLoadable = self
+        defer {
+            #if compiler(>=6.2)
+                extendLifetime(subject)
+            #else
+                withExtendedLifetime(subject) {}
+            #endif
+        }
+        repeat {
+            let end = observers.roundEnd
+            var index = 0
+            while index < end {
+                if let handler = observers.handler(at: index) { handler(subject) }
+                index += 1
+            }
+        } while observers.endRound()
     }
 
     /// Called after the first observer was added. Does nothing by default.
@@ -234,7 +302,32 @@ private final class ObservationState {
     let registrar = ObservationRegistrar()
 }
 
-extension PushLoadable: ObserverOwner {
-    package func observerListDidBecomeNonEmpty() { didAddFirstObserver() }
-    package func observerListDidBecomeEmpty() { didRemoveLastObserver() }
+/// A loadable whose state and availability can be read without telling Observation.
+///
+/// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so it
+/// should neither count as an Observation access nor create the loadable's registrar (which would
+/// then cost every later change a registrar mutation).
+@MainActor
+package protocol UntrackedReadable: PureLoadable {
+    /// ``PureLoadable/loadableState`` and ``PureLoadable/isContentsAvailable``, read without
+    /// telling Observation.
+    var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) { get }
+}
+
+extension PushLoadable: UntrackedReadable {
+    /// ``loadableState`` and ``isContentsAvailable`` (which a subclass may override), read
+    /// without telling Observation.
+    package final var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        let wasReadingUntracked = isReadingUntracked
+        isReadingUntracked = true
+        defer { isReadingUntracked = wasReadingUntracked }
+        return (storedState, isContentsAvailable)
+    }
+}
+
+extension PushLoadable: ObserverRegistry {
+    /// Removes the observer `id` (called by its token).
+    package func unregisterObserver(_ id: Int) {
+        if observers.remove(id), observers.isEmpty { didRemoveLastObserver() }
+    }
 }

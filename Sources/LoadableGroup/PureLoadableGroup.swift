@@ -59,10 +59,21 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         }
     }
 
+    /// The group, held weakly for its member observers: one object they all share, where a
+    /// `[weak self]` capture would box a weak reference for each member (one more allocation).
+    @MainActor
+    private final class WeakGroupReference {
+        weak var group: PureLoadableGroup?
+        init(_ group: PureLoadableGroup) { self.group = group }
+    }
+
     /// What the group last saw of one member, and the observation of it.
     private struct MemberEntry {
         var state: LoadableState
         var isContentsAvailable: Bool
+        /// The member again, if it can be read without telling Observation (found once, when
+        /// subscribing, rather than by a dynamic cast on every notification).
+        var untracked: (any UntrackedReadable)?
         var observation: LoadableObservation?
     }
 
@@ -194,15 +205,18 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         let members = members
         entries.reserveCapacity(members.count)
         var syncable: [any SyncableLoadable] = []
+        syncable.reserveCapacity(members.count)
+        let reference = WeakGroupReference(self)
         isSubscribing = true
         for (index, member) in members.enumerated() {
-            let state = member.loadableState
-            let isContentsAvailable = member.isContentsAvailable
-            entries.append(MemberEntry(state: state, isContentsAvailable: isContentsAvailable))
+            let untracked = member as? any UntrackedReadable
+            let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: member)
+            entries.append(
+                MemberEntry(state: state, isContentsAvailable: isContentsAvailable, untracked: untracked))
             tally.add(state, isContentsAvailable: isContentsAvailable)
             if let member = member as? any SyncableLoadable { syncable.append(member) }
-            let observation = member.addObserver { [weak self] _ in
-                self?.memberDidNotify(at: index, generation: generation)
+            let observation = member.addObserver { _ in
+                reference.group?.memberDidNotify(at: index, generation: generation)
             }
             // A member may notify while being subscribed to, and that may reassign `members`.
             guard self.generation == generation else {
@@ -218,16 +232,23 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// Applies one member notification: O(1), reads only that member.
     private func memberDidNotify(at index: Int, generation: Int) {
         guard generation == self.generation, index < entries.count else { return }
-        let member = members[index]
-        let state = member.loadableState
-        let isContentsAvailable = member.isContentsAvailable
-        let old = entries[index]
-        tally.remove(old.state, isContentsAvailable: old.isContentsAvailable)
+        // Copied out first, so that no access to `entries` is held while member code runs.
+        let untracked = entries[index].untracked
+        let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: members[index])
+        tally.remove(entries[index].state, isContentsAvailable: entries[index].isContentsAvailable)
         tally.add(state, isContentsAvailable: isContentsAvailable)
         entries[index].state = state
         entries[index].isContentsAvailable = isContentsAvailable
         guard !isSubscribing else { return }
         update()
+    }
+
+    /// A member's state and availability, for a member that cannot be read without telling
+    /// Observation. Members that can (``MemberEntry/untracked``) are read that way: the group's
+    /// bookkeeping is not a read by a view, and a registrar created by it would make every later
+    /// change of the member pay for an Observation mutation.
+    private static func status(of member: any PureLoadable) -> (state: LoadableState, isContentsAvailable: Bool) {
+        (member.loadableState, member.isContentsAvailable)
     }
 
     /// Recomputes the group from the counts and notifies under the group's rule.
