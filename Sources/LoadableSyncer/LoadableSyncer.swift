@@ -199,7 +199,10 @@ public final class LoadableSyncer {
     private func timerDidFire(_ generation: Int) {
         guard generation == timerGeneration else { return }
         timerTask = nil
+        let actions = machine.timerFired(now: clock.elapsed)
+        // With the loadable gone there is nothing to sync, but the timer is over all the same (so
+        // `nextSyncIn` says nothing is scheduled).
         guard loadable != nil else { return }
-        perform(machine.timerFired(now: clock.elapsed))
+        perform(actions)
     }
 }

@@ -73,3 +73,39 @@ func outcome<Value>(_ result: Result<Value, any Error>) -> String {
     case .failure(let error): "failure: \(error)"
     }
 }
+
+/// Gives the main actor and the global executor turns until `condition` holds; returns whether it
+/// held within `rounds` rounds. Never sleeps: for work that hops between a timer task, the
+/// `ManualClock` and the main actor.
+@MainActor
+@discardableResult
+func settle(rounds: Int = 2_000, until condition: @MainActor () -> Bool) async -> Bool {
+    for _ in 0..<rounds {
+        if condition() { return true }
+        await Task.yield()
+        await Task.detached {}.value
+    }
+    return condition()
+}
+
+/// Removes operations from a failing sequence while it keeps failing, to report a short one.
+///
+/// The same helper as in `LoadableTests`, for checks that must `await`.
+@MainActor
+func shrink<Operation>(
+    _ operations: [Operation],
+    stillFails: @MainActor ([Operation]) async -> Bool
+) async -> [Operation] {
+    var current = operations
+    var index = 0
+    while index < current.count {
+        var candidate = current
+        candidate.remove(at: index)
+        if await stillFails(candidate) {
+            current = candidate
+        } else {
+            index += 1
+        }
+    }
+    return current
+}
