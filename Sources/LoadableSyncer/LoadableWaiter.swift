@@ -78,26 +78,34 @@ public final class LoadableWaiter<Target: PureLoadable> {
     @MainActor
     public final class Handle {
         private weak var waiter: LoadableWaiter?
-        private let id: Int?
+        fileprivate let id: Int
+        /// The wait's completion until the wait ends; `nil` after.
+        private var completion: Completion?
 
-        init(waiter: LoadableWaiter, id: Int?) {
+        /// A handle to the wait `id` of `waiter`, pending while it holds a completion.
+        fileprivate init(waiter: LoadableWaiter?, id: Int, completion: Completion?) {
             self.waiter = waiter
             self.id = id
+            self.completion = completion
         }
 
         /// Whether the wait has not ended yet.
-        public var isPending: Bool {
-            guard let id, let waiter else { return false }
-            return waiter.machine.contains(id)
-        }
+        public var isPending: Bool { completion != nil }
 
         /// Ends the wait now: its completion is called with `CancellationError`. Does nothing if
         /// the wait has ended.
         ///
         /// - Complexity: O(log n) for n pending waits.
         public func cancel() {
-            guard let id else { return }
+            guard completion != nil else { return }
             waiter?.cancelWait(id)
+        }
+
+        /// Calls the completion (the wait ended; the waiter removed it) and releases it.
+        fileprivate func end(with result: Result<Target, any Error>) {
+            let completion = completion
+            self.completion = nil
+            completion?(result)
         }
     }
 
@@ -110,9 +118,8 @@ public final class LoadableWaiter<Target: PureLoadable> {
     /// Whether a syncable target is kept syncing while anyone waits.
     public let syncsIfPossible: Bool
 
-    fileprivate var machine: WaiterStateMachine
+    private var machine: WaiterStateMachine<WaitResumption>
     private let clock: ElapsedClock
-    private var completions: [Int: Completion] = [:]
     private var observation: LoadableObservation?
     private var syncer: LoadableSyncer?
     private var isWatching = false
@@ -167,20 +174,18 @@ public final class LoadableWaiter<Target: PureLoadable> {
     public func wait() async throws -> Target {
         try Task.checkCancellation()
         if isConditionMet { return target }
-        let cancellation = WaitCancellation()
+        // The operation and the continuation's body run at once, on the main actor, with no
+        // suspension in between: the wait gets this identifier. A cancellation handler that runs
+        // before the wait begins (the task was cancelled meanwhile) finds it begun all the same,
+        // since its main-actor hop runs after this job.
+        let id = machine.nextID
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                guard !cancellation.isCancelled else {
-                    continuation.resume(throwing: CancellationError())
-                    return
-                }
-                let handle = wait { result in
-                    continuation.resume(with: result.map { _ in () })
-                }
-                cancellation.onCancel = { handle.cancel() }
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                let added = begin(.task(continuation))
+                assert(added == id, "LoadableWaiter: wait \(added) began, expected \(id)")
             }
         } onCancel: {
-            Task { @MainActor in cancellation.cancel() }
+            Task { @MainActor in self.cancelWait(id) }
         }
         return target
     }
@@ -199,22 +204,48 @@ public final class LoadableWaiter<Target: PureLoadable> {
     public func wait(_ completion: @escaping Completion) -> Handle {
         if isConditionMet {
             completion(.success(target))
-            return Handle(waiter: self, id: nil)
+            return Handle(waiter: nil, id: -1, completion: nil)
         }
-        let (id, actions) = machine.add(now: clock.elapsed)
-        completions[id] = completion
-        let handle = Handle(waiter: self, id: id)
-        perform(actions)
+        // The handle holds the completion: it must exist before the wait begins, which may end it.
+        let handle = Handle(waiter: self, id: machine.nextID, completion: completion)
+        let id = begin(.callback(handle))
+        assert(id == handle.id, "LoadableWaiter: wait \(id) began, expected \(handle.id)")
         return handle
     }
 
     // MARK: - Carrying out the machine's actions
 
+    /// Begins a wait (the condition does not hold) and returns its identifier.
+    private func begin(_ resumption: WaitResumption) -> Int {
+        let (id, actions) = machine.add(now: clock.elapsed, payload: resumption)
+        perform(actions)
+        return id
+    }
+
+    /// Ends the waits, in order, with `error`, or, when `error` is `nil`, with the target.
+    private func end(_ resumptions: some Sequence<WaitResumption>, throwing error: (any Error)?) {
+        // Made once: in this generic class, making a `Result` looks up its type at run time.
+        let result: Result<Target, any Error> = error.map { .failure($0) } ?? .success(target)
+        for resumption in resumptions {
+            switch resumption {
+            case .callback(let handle):
+                // `wait(_:)` stores this waiter's handles only.
+                unsafeDowncast(handle, to: Handle.self).end(with: result)
+            case .task(let continuation):
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume()
+                }
+            }
+        }
+    }
+
     fileprivate func cancelWait(_ id: Int) {
         let (removed, actions) = machine.remove(id)
-        guard removed, let completion = completions.removeValue(forKey: id) else { return }
+        guard let removed else { return }
         perform(actions)
-        completion(.failure(CancellationError()))
+        end(CollectionOfOne(removed), throwing: CancellationError())
     }
 
     private func targetDidChange() {
@@ -223,10 +254,9 @@ public final class LoadableWaiter<Target: PureLoadable> {
     }
 
     private func succeedAll() {
-        let (ids, actions) = machine.removeAll()
-        let finished = ids.compactMap { completions.removeValue(forKey: $0) }
+        let (removed, actions) = machine.removeAll()
         perform(actions)
-        for completion in finished { completion(.success(target)) }
+        end(removed, throwing: nil)
     }
 
     private func timerDidFire(_ generation: Int) {
@@ -238,12 +268,11 @@ public final class LoadableWaiter<Target: PureLoadable> {
             return
         }
         let (expired, actions) = machine.timerFired(now: clock.elapsed)
-        let finished = expired.compactMap { completions.removeValue(forKey: $0) }
         perform(actions)
-        for completion in finished { completion(.failure(LoadableWaiterError.timedOut)) }
+        end(expired, throwing: LoadableWaiterError.timedOut)
     }
 
-    private func perform(_ actions: [WaiterStateMachine.Action]) {
+    private func perform(_ actions: [WaiterAction]) {
         for action in actions {
             switch action {
             case .armTimer(let delay): armTimer(after: delay)
@@ -309,17 +338,13 @@ public final class LoadableWaiter<Target: PureLoadable> {
     }
 }
 
-/// The cancellation of one async wait, shared by the waiting task and its cancellation handler.
-@MainActor
-private final class WaitCancellation {
-    /// Cancels the wait once it began.
-    var onCancel: (@MainActor () -> Void)?
-    private(set) var isCancelled = false
-
-    func cancel() {
-        isCancelled = true
-        let onCancel = onCancel
-        self.onCancel = nil
-        onCancel?()
-    }
+/// How a wait of a ``LoadableWaiter`` tells its caller that it ended.
+///
+/// Not generic, so that the code of the waiter's ``WaiterStateMachine`` is specialized for it
+/// whatever the target: generic payloads made every wait pay runtime metadata lookups.
+private enum WaitResumption {
+    /// A callback wait: the waiter's `Handle`, which holds the completion.
+    case callback(AnyObject)
+    /// A task suspended in `wait()`.
+    case task(UnsafeContinuation<Void, any Error>)
 }

@@ -1,27 +1,21 @@
-/// The bookkeeping of a ``LoadableWaiter``, as a pure value: waits in a heap by deadline, one timer
-/// for the earliest deadline, and whether the target must be watched (someone waits).
+/// The bookkeeping of a ``LoadableWaiter``, as a pure value: the pending waits in the order they
+/// began (which is the order of their deadlines), one timer for the earliest deadline, and whether
+/// the target must be watched (someone waits).
+///
+/// Each wait holds a `Payload` (what to call when it ends) that the machine hands back when the
+/// wait ends and never looks into.
 ///
 /// Times are `Duration`s elapsed since an origin chosen by the caller. The timer is armed again
 /// only when a new wait expires before the armed deadline; removing the earliest wait leaves the
-/// timer armed (it fires early, expires nothing, and is armed for the next deadline), so adding and
-/// removing a wait each cost O(log n).
-struct WaiterStateMachine {
+/// timer armed (it fires early, expires nothing, and is armed for the next deadline), so adding a
+/// wait costs O(1) and removing one O(log n).
+struct WaiterStateMachine<Payload> {
     /// What the waiter must do.
-    enum Action: Hashable {
-        /// The first wait arrived: observe the target and keep it syncing.
-        case startWatching
-        /// The last wait ended: stop observing and syncing.
-        case stopWatching
-        /// Arm the one timer (replacing the armed one) to fire after the delay.
-        case armTimer(after: Duration)
-        /// Cancel the timer.
-        case cancelTimer
-    }
+    typealias Action = WaiterAction
 
     /// How long each wait may last.
     let timeout: Duration
-    private var heap = WaitHeap()
-    private var nextID = 0
+    private var waits = WaitQueue<Payload>()
     /// When the armed timer falls due; `nil` when none is armed.
     private(set) var armedDeadline: Duration?
 
@@ -30,58 +24,60 @@ struct WaiterStateMachine {
     }
 
     /// The number of pending waits.
-    var count: Int { heap.count }
+    var count: Int { waits.count }
 
-    /// Whether the wait `id` is pending.
-    func contains(_ id: Int) -> Bool { heap.contains(id) }
+    /// The identifier the next wait added gets.
+    var nextID: Int { waits.nextID }
 
     /// Adds a wait expiring `timeout` from `now`.
     ///
-    /// - Complexity: O(log n).
-    mutating func add(now: Duration) -> (id: Int, actions: [Action]) {
-        let id = nextID
-        nextID += 1
-        let deadline = now + timeout
-        heap.insert(id: id, deadline: deadline)
+    /// Should `now` be earlier than when the previous pending wait began (a clock that went back),
+    /// the new wait expires with that one, so that deadlines keep the order in which waits began.
+    ///
+    /// - Complexity: Amortized O(1).
+    mutating func add(now: Duration, payload: Payload) -> (id: Int, actions: [Action]) {
+        let deadline = max(now + timeout, waits.lastDeadline ?? now + timeout)
+        let id = waits.append(deadline: deadline, payload: payload)
         var actions: [Action] = []
         // Arm before watching: watching may sync, and a sync that meets the condition at once ends
         // every wait (and cancels this timer) before `add` returns to its caller.
         if armedDeadline.map({ deadline < $0 }) ?? true {
             armedDeadline = deadline
-            actions.append(.armTimer(after: timeout))
+            actions.append(.armTimer(after: deadline - now))
         }
-        if heap.count == 1 { actions.append(.startWatching) }
+        if waits.count == 1 { actions.append(.startWatching) }
         return (id, actions)
     }
 
-    /// Removes the wait `id` (cancelled by its caller).
+    /// Removes the wait `id` (cancelled by its caller) and returns its payload; `nil` if it is not
+    /// pending.
     ///
-    /// - Complexity: O(log n).
-    mutating func remove(_ id: Int) -> (removed: Bool, actions: [Action]) {
-        guard heap.remove(id) else { return (false, []) }
-        return (true, heap.isEmpty ? stop() : [])
+    /// - Complexity: O(log n), amortized.
+    mutating func remove(_ id: Int) -> (removed: Payload?, actions: [Action]) {
+        guard let payload = waits.remove(id) else { return (nil, []) }
+        return (payload, waits.isEmpty ? stop() : [])
     }
 
-    /// Removes every wait (the condition holds); returns them in the order they were added.
+    /// Removes every wait (the condition holds); returns their payloads in the order the waits
+    /// began.
     ///
-    /// - Complexity: O(n log n).
-    mutating func removeAll() -> (ids: [Int], actions: [Action]) {
-        guard !heap.isEmpty else { return ([], []) }
-        return (heap.removeAll(), stop())
+    /// - Complexity: O(n).
+    mutating func removeAll() -> (removed: [Payload], actions: [Action]) {
+        guard !waits.isEmpty else { return ([], []) }
+        return (waits.removeAll(), stop())
     }
 
-    /// The timer fired at `now`: removes the waits that expired, earliest first, and arms the timer
-    /// for the next deadline.
+    /// The timer fired at `now`: removes the waits that expired, earliest first, returns their
+    /// payloads, and arms the timer for the next deadline.
     ///
-    /// - Complexity: O(k log n) for k expired waits.
-    mutating func timerFired(now: Duration) -> (expired: [Int], actions: [Action]) {
+    /// - Complexity: O(k), amortized, for k expired waits.
+    mutating func timerFired(now: Duration) -> (expired: [Payload], actions: [Action]) {
         armedDeadline = nil
-        var expired: [Int] = []
-        while let first = heap.first, first.deadline <= now {
-            _ = heap.popFirst()
-            expired.append(first.id)
+        var expired: [Payload] = []
+        while let first = waits.first, first.deadline <= now, let wait = waits.popFirst() {
+            expired.append(wait.payload)
         }
-        if let next = heap.first {
+        if let next = waits.first {
             armedDeadline = next.deadline
             return (expired, [.armTimer(after: next.deadline - now)])
         }
@@ -97,4 +93,17 @@ struct WaiterStateMachine {
         actions.append(.stopWatching)
         return actions
     }
+}
+
+/// What a ``LoadableWaiter`` must do, as its ``WaiterStateMachine`` decides. (Not nested in the
+/// generic machine, so that it stays one concrete type whatever the payload.)
+enum WaiterAction: Hashable {
+    /// The first wait arrived: observe the target and keep it syncing.
+    case startWatching
+    /// The last wait ended: stop observing and syncing.
+    case stopWatching
+    /// Arm the one timer (replacing the armed one) to fire after the delay.
+    case armTimer(after: Duration)
+    /// Cancel the timer.
+    case cancelTimer
 }
