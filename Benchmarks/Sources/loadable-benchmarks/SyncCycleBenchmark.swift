@@ -33,33 +33,26 @@ final class FloorSubject {
 func runSyncCycle(_ settings: Settings, into report: inout Report) {
     let cycles = settings.syncCycles
 
-    let loadable = best(of: settings.runs) {
-        let counter = Counter()
-        let loadable = ImmediateLoadable()
-        let token = loadable.addObserver { _ in counter.value &+= 1 }
-        let stopwatch = Stopwatch.start()
-        for _ in 0..<cycles { loadable.sync() }
-        let sample = stopwatch.stop()
-        precondition(counter.value == 2 * cycles)
-        withExtendedLifetime(token) {}
-        return sample
+    /// Syncs one loadable `cycles` times; `readFirst` reads it once through a tracked getter
+    /// beforehand, as a SwiftUI view or `withObservationTracking` does, so that it owns an
+    /// Observation registrar and each of the two changes pays its one registrar mutation
+    /// (`willSet` + `didSet`).
+    func syncCycles(readFirst: Bool) -> Sample {
+        best(of: settings.runs) {
+            let counter = Counter()
+            let loadable = ImmediateLoadable()
+            if readFirst { _ = loadable.loadableState }
+            let token = loadable.addObserver { _ in counter.value &+= 1 }
+            let stopwatch = Stopwatch.start()
+            for _ in 0..<cycles { loadable.sync() }
+            let sample = stopwatch.stop()
+            precondition(counter.value == 2 * cycles)
+            withExtendedLifetime(token) {}
+            return sample
+        }
     }
-
-    // The same after one read through a tracked getter, as a SwiftUI view or
-    // `withObservationTracking` does: the loadable now owns an Observation registrar, and each of
-    // the two changes pays its one registrar mutation (`willSet` + `didSet`).
-    let readLoadable = best(of: settings.runs) {
-        let counter = Counter()
-        let loadable = ImmediateLoadable()
-        _ = loadable.loadableState
-        let token = loadable.addObserver { _ in counter.value &+= 1 }
-        let stopwatch = Stopwatch.start()
-        for _ in 0..<cycles { loadable.sync() }
-        let sample = stopwatch.stop()
-        precondition(counter.value == 2 * cycles)
-        withExtendedLifetime(token) {}
-        return sample
-    }
+    let loadable = syncCycles(readFirst: false)
+    let readLoadable = syncCycles(readFirst: true)
 
     let combine = best(of: settings.runs) {
         let counter = Counter()
