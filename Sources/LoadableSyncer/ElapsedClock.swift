@@ -20,8 +20,15 @@ struct ElapsedClock: Sendable {
 
     /// Sleeps on the clock for `duration`.
     ///
+    /// A clock that can resume on the caller's actor (`ManualClock`) does so; any other clock
+    /// sleeps on the global executor, as `Clock.sleep` always does.
+    ///
     /// - Throws: `CancellationError` if the task is cancelled.
-    func sleep(for duration: Duration) async throws {
-        try await base.sleep(for: duration)
+    nonisolated(nonsending) func sleep(for duration: Duration) async throws {
+        if let clock = base as? any CallerIsolatedClock {
+            try await clock.sleepOnCallersActor(for: duration)
+        } else {
+            try await base.sleep(for: duration)
+        }
     }
 }

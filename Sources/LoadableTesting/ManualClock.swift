@@ -25,10 +25,17 @@
 /// - ``advance(by:isolation:)`` wakes due sleepers one deadline at a time, setting ``now`` to each
 ///   deadline in turn, and lets the woken work run (on the caller's actor, typically the main
 ///   actor) before moving on, so a sleeper that sleeps again within the advanced span wakes too.
+/// - ``sleep(until:tolerance:)`` and ``sleep(for:tolerance:)`` called on the clock itself suspend
+///   and resume on the caller's actor, and so do the timers of `LoadableSyncer`, `LoadableWaiter`
+///   and `AutosyncLoadable` given this clock: `advance` knows when each of those has run again.
+///   A sleep through `any Clock` runs on the global executor, as the protocol requires; `advance`
+///   then gives the woken work a few turns on both executors.
+/// - Sleepers woken at one deadline are resumed in the order they slept, but Swift passes each
+///   resumed task through the global executor, so their code may run in either order.
 ///
 /// `ManualClock` is `Sendable`: its state is behind a lock that is never held while other code
 /// runs.
-public final class ManualClock: Clock, @unchecked Sendable {
+public final class ManualClock: Clock, CallerIsolatedClock, @unchecked Sendable {
     /// A point in a ``ManualClock``'s time: the duration since the clock was created.
     public struct Instant: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
         /// The time since the clock was created.
@@ -109,11 +116,16 @@ public final class ManualClock: Clock, @unchecked Sendable {
 
     /// Suspends until ``now`` reaches `deadline`; returns at once if it already has.
     ///
+    /// Called on the clock itself, the sleep runs on the caller's actor (it is
+    /// `nonisolated(nonsending)`): once woken, the sleeper is back on that actor before the sleep
+    /// counts as over, so ``advance(by:isolation:)`` knows when the woken code has run. A call
+    /// through `any Clock` runs on the global executor instead, as the `Clock` requirement demands.
+    ///
     /// - Parameters:
     ///   - deadline: When to wake.
     ///   - tolerance: Ignored: a manual clock is exact.
     /// - Throws: `CancellationError` if the sleeping task is cancelled.
-    public func sleep(until deadline: Instant, tolerance: Swift.Duration? = nil) async throws {
+    public nonisolated(nonsending) func sleep(until deadline: Instant, tolerance: Swift.Duration? = nil) async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -150,6 +162,18 @@ public final class ManualClock: Clock, @unchecked Sendable {
             state.activity += 1
             state.wakingIDs.remove(id)
         }
+    }
+
+    /// Suspends for `duration` from ``now``, on the caller's actor like ``sleep(until:tolerance:)``.
+    ///
+    /// - Parameters:
+    ///   - duration: How long to sleep.
+    ///   - tolerance: Ignored: a manual clock is exact.
+    /// - Throws: `CancellationError` if the sleeping task is cancelled.
+    public nonisolated(nonsending) func sleep(
+        for duration: Swift.Duration, tolerance: Swift.Duration? = nil
+    ) async throws {
+        try await sleep(until: now.advanced(by: duration), tolerance: tolerance)
     }
 
     /// Moves time forward by `duration`, waking every sleeper that falls due, in deadline order.
@@ -258,5 +282,10 @@ public final class ManualClock: Clock, @unchecked Sendable {
                 lastActivity = activity
             }
         }
+    }
+
+    /// Sleeps for `duration` on the caller's actor, for the package's timers.
+    package nonisolated(nonsending) func sleepOnCallersActor(for duration: Swift.Duration) async throws {
+        try await sleep(for: duration)
     }
 }
