@@ -22,8 +22,10 @@
 /// Rules:
 /// - A wait whose ``Condition-swift.enum`` already holds ends at once, with no timer and no sync.
 /// - Otherwise it ends when the condition holds after a notification of the target (every pending
-///   wait succeeds then, in the order they began), or with ``LoadableWaiterError/timedOut`` after
-///   ``timeout``, or with `CancellationError` when its caller cancels it (only that wait ends).
+///   wait succeeds then, in the order they began; a resumed task passes through the global
+///   executor on its way back to the main actor, so tasks may run in another order), or with
+///   ``LoadableWaiterError/timedOut`` after ``timeout``, or with `CancellationError` when its
+///   caller cancels it (only that wait ends).
 /// - While anyone waits, if ``syncsIfPossible`` is `true` and the target is a
 ///   `SyncableLoadable`, the target is asked to `SyncableLoadable.syncIfNeeded()` when the first
 ///   wait begins and failures are retried with backoff by an internal ``LoadableSyncer`` (policy

@@ -22,6 +22,8 @@ func main() async -> Int32 {
         print(DemoOptions.usage)
         return 0
     }
+    // Simulated time is replayable only if tasks woken at the same instant run in a fixed order.
+    SerialExecution.install()
     await Tour(options: options).run()
     return 0
 }
