@@ -61,6 +61,7 @@ import Testing
         let waiter = makeWaiter()
         let tasks = (0..<100).map { _ in Task { try await waiter.wait() } }
         await yield { waiter.pendingWaitCount == 100 }
+        await clock.waitForSleepers()  // the timeout timer task has started sleeping
         #expect(token.syncCount == 1)
         #expect(clock.requestedSleeps == [.seconds(10)])
         token.setDidSyncSuccessfully("secret")
