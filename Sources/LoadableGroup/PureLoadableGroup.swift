@@ -105,6 +105,10 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// group is `LoadableState.didSyncSuccessfully`). The same object may appear more than
     /// once; each occurrence counts as a member.
     ///
+    /// A group must not be its own member, directly or through other groups: the assignment that
+    /// would close such a loop stops the program with a message. A loop through a proxy or a
+    /// loadable of your own is not detected; do not make one.
+    ///
     /// - Complexity: O(n) for each assignment (including an in-place `append`), where n is the
     ///   number of old plus new members.
     public final var members: [any PureLoadable] {
@@ -207,8 +211,10 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         var syncable: [any SyncableLoadable] = []
         syncable.reserveCapacity(members.count)
         let reference = WeakGroupReference(self)
+        var nestedGroups: [PureLoadableGroup] = []
         isSubscribing = true
         for (index, member) in members.enumerated() {
+            if let group = member as? PureLoadableGroup { nestedGroups.append(group) }
             let untracked = member as? any UntrackedReadable
             let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: member)
             entries.append(
@@ -227,6 +233,27 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         }
         isSubscribing = false
         syncableMembers = syncable
+        if !nestedGroups.isEmpty { requireNotOwnMember(searchingFrom: nestedGroups) }
+    }
+
+    /// Stops the program if this group is among the members of `groups`, at any depth.
+    ///
+    /// A group inside itself would notify itself forever, and `needsSync` and `sync()` would
+    /// recurse until the stack overflows: a configuration error, reported at the assignment that
+    /// closes the loop. Each group is searched once; only groups are searched (see ``members``).
+    private func requireNotOwnMember(searchingFrom groups: [PureLoadableGroup]) {
+        var pending = groups
+        var visited: Set<ObjectIdentifier> = []
+        while let group = pending.popLast() {
+            if group === self {
+                fatalError(
+                    "\(type(of: self)).members: a group cannot be its own member, directly or through other groups")
+            }
+            guard visited.insert(ObjectIdentifier(group)).inserted else { continue }
+            for member in group.members {
+                if let nested = member as? PureLoadableGroup { pending.append(nested) }
+            }
+        }
     }
 
     /// Applies one member notification: O(1), reads only that member.
