@@ -59,10 +59,15 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     public final func sync() {
         // Stored state, not `loadableState`: starting a sync is not a read for Observation.
         guard storedState != .syncing else { return }
+        willBeginSync()
         update(state: .syncing, error: nil)
         guard storedState == .syncing else { return }
         doSync()
     }
+
+    /// Called by ``sync()`` just before it moves to `syncing` and notifies, so that a subclass in
+    /// this module can change more of its state in that one notification. Does nothing here.
+    func willBeginSync() {}
 
     /// Calls ``sync()`` if ``needsSync`` is `true`.
     public final func syncIfNeeded() {

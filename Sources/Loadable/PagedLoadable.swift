@@ -214,17 +214,15 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
         try await wait { $0.nextPageState != .syncing }
     }
 
-    /// Starts a refresh: cancels a next page in flight, then loads the first page in a task. Not
-    /// meant to be overridden further.
-    ///
-    /// If a next page was loading or had failed, ``nextPageState`` goes back to
-    /// ``LoadableState/idle`` and observers are notified once more.
+    /// A refresh is about to start: cancels a next page in flight and resets ``nextPageState``
+    /// and ``nextPageError``, which observers then see in the notification for `syncing`.
+    override func willBeginSync() {
+        discardNextPageLoad()
+    }
+
+    /// Starts a refresh: loads the first page in a task. (``sync()`` has already cancelled a next
+    /// page in flight.) Not meant to be overridden further.
     public final override func doSync() {
-        if discardNextPageLoad() {
-            notifyDidChange()
-            // An observer may have cancelled the refresh meanwhile.
-            guard loadableState == .syncing else { return }
-        }
         refreshGeneration += 1
         let generation = refreshGeneration
         refreshTask = startLoading(after: nil) { paged, result in
@@ -253,14 +251,13 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     }
 
     /// Cancels a next page in flight so that its result is ignored, and resets ``nextPageState``
-    /// without notifying. Returns `true` if the state changed.
-    private func discardNextPageLoad() -> Bool {
+    /// and ``nextPageError`` without notifying.
+    private func discardNextPageLoad() {
         nextPageGeneration += 1
         nextPageTask?.cancel()
         nextPageTask = nil
-        guard storedNextPageState != .idle || storedNextPageError != nil else { return false }
+        guard storedNextPageState != .idle || storedNextPageError != nil else { return }
         setNextPage(state: .idle, error: nil)
-        return true
     }
 
     /// Runs ``loadPage(after:)`` in a task and hands its result to `finish`, unless the loadable
@@ -291,7 +288,7 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
         switch result {
         case .success(let page):
             // A next page started meanwhile would continue the old list: drop it too.
-            _ = discardNextPageLoad()
+            discardNextPageLoad()
             pagingRegistrar.withMutation(of: self, keyPath: \.pagingObservationToken) {
                 hasLoadedFirstPage = true
                 storedNextCursor = page.nextCursor

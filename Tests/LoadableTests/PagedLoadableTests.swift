@@ -332,8 +332,7 @@ import Testing
 
         #expect(
             recorder.entries == [
-                // sync() notifies first, then the next page's reset is announced.
-                .init(.syncing, .syncing, ["a"]),
+                // One notification: the refresh starts and the footer's next page is gone.
                 .init(.syncing, .idle, ["a"]),
                 .init(.didSyncSuccessfully, .idle, ["x"]),
             ]
@@ -385,7 +384,7 @@ import Testing
         #expect(list.contents == ["x"])
     }
 
-    @Test("a refresh resets a failed next page")
+    @Test("a refresh resets a failed next page in the same notification as syncing")
     func refreshResetsFailedNextPage() async {
         let server = PageServer()
         let list = TestPagedList(server: server)
@@ -393,11 +392,26 @@ import Testing
         list.loadNextPage()
         await server.nextRequest().fail(PageError(id: 3))
         #expect(list.nextPageState == .didFailToSync)
+        let recorder = PageRecorder(list)
 
         list.sync()
         #expect(list.nextPageState == .idle)
         #expect(list.nextPageError == nil)
+        #expect(recorder.entries == [.init(.syncing, .idle, ["a"])])
         await server.nextRequest().respond(["x"], next: nil)
+    }
+
+    @Test("a refresh with no next page loading or failed notifies only syncing")
+    func refreshWithoutFooterNotifiesOnce() async {
+        let server = PageServer()
+        let list = TestPagedList(server: server)
+        await list.loadFirstPage(["a"], next: 1, from: server)
+        let recorder = PageRecorder(list)
+
+        list.sync()
+        #expect(recorder.entries == [.init(.syncing, .idle, ["a"])])
+        await server.nextRequest().respond(["x"], next: nil)
+        #expect(recorder.entries.last == .init(.didSyncSuccessfully, .idle, ["x"]))
     }
 
     @Test("cancelSync cancels a refresh, restores the state and ignores the late first page")
