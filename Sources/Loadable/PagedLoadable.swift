@@ -220,8 +220,8 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
         discardNextPageLoad()
     }
 
-    /// Starts a refresh: loads the first page in a task. (``sync()`` has already cancelled a next
-    /// page in flight.) Not meant to be overridden further.
+    /// Starts a refresh: loads the first page in a task. (``Loadable/sync()`` has already
+    /// cancelled a next page in flight.) Not meant to be overridden further.
     public final override func doSync() {
         refreshGeneration += 1
         let generation = refreshGeneration
