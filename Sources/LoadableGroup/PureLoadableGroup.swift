@@ -91,6 +91,10 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// ``members``.
     private(set) var syncableMembers: [any SyncableLoadable] = []
 
+    /// The members that are groups themselves, in member order; found once per assignment of
+    /// ``members``, so that the own-member check walks groups without rescanning their members.
+    private var nestedGroups: [PureLoadableGroup] = []
+
     /// Called after every member notification (and assignment of ``members``) once the group's
     /// state is up to date, with whether the group is about to notify its own observers.
     var memberChangeHandler: (@MainActor (_ groupWillNotify: Bool) -> Void)?
@@ -211,10 +215,10 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         var syncable: [any SyncableLoadable] = []
         syncable.reserveCapacity(members.count)
         let reference = WeakGroupReference(self)
-        var nestedGroups: [PureLoadableGroup] = []
+        var groups: [PureLoadableGroup] = []
         isSubscribing = true
         for (index, member) in members.enumerated() {
-            if let group = member as? PureLoadableGroup { nestedGroups.append(group) }
+            if let group = member as? PureLoadableGroup { groups.append(group) }
             let untracked = member as? any UntrackedReadable
             let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: member)
             entries.append(
@@ -233,16 +237,18 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         }
         isSubscribing = false
         syncableMembers = syncable
-        if !nestedGroups.isEmpty { requireNotOwnMember(searchingFrom: nestedGroups) }
+        nestedGroups = groups
+        if !groups.isEmpty { requireNotOwnMember() }
     }
 
-    /// Stops the program if this group is among the members of `groups`, at any depth.
+    /// Stops the program if this group is among its nested groups, at any depth.
     ///
     /// A group inside itself would notify itself forever, and `needsSync` and `sync()` would
     /// recurse until the stack overflows: a configuration error, reported at the assignment that
-    /// closes the loop. Each group is searched once; only groups are searched (see ``members``).
-    private func requireNotOwnMember(searchingFrom groups: [PureLoadableGroup]) {
-        var pending = groups
+    /// closes the loop. Each group is visited once, through the nested groups it found when its
+    /// own members were assigned; only groups are searched (see ``members``).
+    private func requireNotOwnMember() {
+        var pending = nestedGroups
         var visited: Set<ObjectIdentifier> = []
         while let group = pending.popLast() {
             if group === self {
@@ -250,9 +256,7 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
                     "\(type(of: self)).members: a group cannot be its own member, directly or through other groups")
             }
             guard visited.insert(ObjectIdentifier(group)).inserted else { continue }
-            for member in group.members {
-                if let nested = member as? PureLoadableGroup { pending.append(nested) }
-            }
+            pending.append(contentsOf: group.nestedGroups)
         }
     }
 
