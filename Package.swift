@@ -27,19 +27,21 @@ let package = Package(
             dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting"],
             swiftSettings: upcomingFeatures
         ),
+        // Helpers shared by the test targets; not a product.
+        .target(name: "LoadableTestSupport", path: "Tests/LoadableTestSupport", swiftSettings: upcomingFeatures),
         .testTarget(
             name: "LoadableTests",
-            dependencies: ["Loadable", "LoadableTesting"],
+            dependencies: ["Loadable", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
             name: "LoadableGroupTests",
-            dependencies: ["LoadableGroup", "LoadableTesting"],
+            dependencies: ["LoadableGroup", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
             name: "LoadableSyncerTests",
-            dependencies: ["LoadableSyncer", "LoadableTesting"],
+            dependencies: ["LoadableSyncer", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -729,20 +730,4 @@ struct GroupModelTests {
             return
         }
     }
-}
-
-/// Removes elements from a failing sequence while it keeps failing, to report a short one.
-private func shrink<Element>(_ elements: [Element], stillFails: ([Element]) -> Bool) -> [Element] {
-    var current = elements
-    var index = 0
-    while index < current.count {
-        var candidate = current
-        candidate.remove(at: index)
-        if stillFails(candidate) {
-            current = candidate
-        } else {
-            index += 1
-        }
-    }
-    return current
 }

@@ -87,25 +87,3 @@ func settle(rounds: Int = 2_000, until condition: @MainActor () -> Bool) async -
     }
     return condition()
 }
-
-/// Removes operations from a failing sequence while it keeps failing, to report a short one.
-///
-/// The same helper as in `LoadableTests`, for checks that must `await`.
-@MainActor
-func shrink<Operation>(
-    _ operations: [Operation],
-    stillFails: @MainActor ([Operation]) async -> Bool
-) async -> [Operation] {
-    var current = operations
-    var index = 0
-    while index < current.count {
-        var candidate = current
-        candidate.remove(at: index)
-        if await stillFails(candidate) {
-            current = candidate
-        } else {
-            index += 1
-        }
-    }
-    return current
-}
