@@ -22,8 +22,7 @@
 @MainActor
 open class AsyncLoadable<Contents>: Loadable<Contents> {
     private let loader: (@MainActor () async throws -> Contents)?
-    private var task: Task<Void, Never>?
-    private var generation = 0
+    private var loadTask = LoadTask()
 
     /// Creates a loadable that runs `load` on each sync.
     ///
@@ -56,37 +55,22 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
         return try await loader()
     }
 
-    /// Starts ``load()`` in a task. Not meant to be overridden further.
+    /// Starts ``load()`` in a task, cancelling one still running (a sync started after a public
+    /// setter ended the previous one). Not meant to be overridden further.
     public final override func doSync() {
-        generation += 1
-        let generation = generation
-        if let loader {
-            // Hold only the closure while loading, so releasing the loadable cancels the load.
-            task = Task { [weak self] in
-                let result: Result<Contents, any Error>
-                do { result = .success(try await loader()) } catch { result = .failure(error) }
-                self?.finish(generation, with: result)
-            }
-        } else {
-            task = Task {
-                let result: Result<Contents, any Error>
-                do { result = .success(try await self.load()) } catch { result = .failure(error) }
-                self.finish(generation, with: result)
-            }
+        loadTask.start(for: self, closure: loader, method: { try await $0.load() }) { loadable, generation, result in
+            loadable.finish(generation, with: result)
         }
     }
 
     /// Cancels the running ``load()`` task. Not meant to be overridden further.
     public final override func doCancelSync() {
-        generation += 1
-        task?.cancel()
-        task = nil
+        loadTask.cancel()
     }
 
     private func finish(_ generation: Int, with result: Result<Contents, any Error>) {
         // A late result (after a cancel or a newer sync) is dropped.
-        guard generation == self.generation, loadableState == .syncing else { return }
-        task = nil
+        guard loadTask.finish(generation), storedState == .syncing else { return }
         switch result {
         case .success(let contents): setDidSyncSuccessfully(contents)
         case .failure(let error): setDidFailToSync(error)
@@ -94,6 +78,6 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     }
 
     deinit {
-        task?.cancel()
+        loadTask.cancelTask()
     }
 }

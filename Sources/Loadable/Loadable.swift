@@ -60,8 +60,14 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         // Stored state, not `loadableState`: starting a sync is not a read for Observation.
         guard storedState != .syncing else { return }
         willBeginSync()
-        update(state: .syncing, error: nil)
-        guard storedState == .syncing else { return }
+        core.willChange()
+        core.store(state: .syncing, error: nil)
+        core.isSyncAwaitingDoSync = true
+        core.didChange(NotificationSubject(self))
+        // An observer may have cancelled this sync, or cancelled it and started another (which
+        // already called `doSync()` for itself, clearing the flag).
+        guard storedState == .syncing, core.isSyncAwaitingDoSync else { return }
+        core.isSyncAwaitingDoSync = false
         doSync()
     }
 
@@ -92,14 +98,19 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// by the subclass; ``AsyncLoadable`` does that itself.
     public final func cancelSync() {
         guard storedState == .syncing else { return }
-        doCancelSync()
-        guard storedState == .syncing else { return }
+        // An observer of the `syncing` notification cancelling before `doSync()` ran: there is
+        // no work to stop.
+        if !core.isSyncAwaitingDoSync {
+            doCancelSync()
+            guard storedState == .syncing else { return }
+        }
         restoreStateBeforeSyncing()
     }
 
     /// Stops the work started by ``doSync()``; does nothing by default.
     ///
-    /// Called by ``cancelSync()`` before the state is restored.
+    /// Called by ``cancelSync()`` before the state is restored; not called when the sync is
+    /// cancelled before ``doSync()`` ran (by an observer of the `syncing` notification).
     open func doCancelSync() {}
 
     /// `<TypeName: state, contents available: yes|no>`.

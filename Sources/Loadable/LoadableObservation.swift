@@ -1,12 +1,19 @@
 internal import Dispatch
 
+#if !canImport(Darwin)
+    internal import Synchronization
+#endif
+
 /// A token that keeps one observer of a loadable registered.
 ///
 /// The observation ends when you call ``cancel()`` or release the token. The token holds the
 /// loadable weakly, so observing never keeps a loadable alive.
 ///
-/// Isolated to the main actor. Releasing the token on the main thread removes the observer at
-/// once; releasing it elsewhere hands the removal to the main actor.
+/// Isolated to the main actor. Whichever thread releases the token, its observer is never called
+/// after the release: released on the main thread, the token removes the observer at once;
+/// released elsewhere (a main-actor object is `Sendable`, so its last reference may drop on any
+/// thread), it marks the observer as released, which the loadable checks before each call, and
+/// hands the removal itself to the main actor.
 ///
 /// ```swift
 /// final class PhotosScreen {
@@ -43,9 +50,67 @@ public final class LoadableObservation {
             // served by a thread other than the main thread), so this cannot fail.
             MainActor.assumeIsolated { owner.unregisterObserver(id) }
         } else {
-            Task { @MainActor [weak owner] in owner?.unregisterObserver(id) }
+            // Mark it first: until the main actor runs the removal, the loadable skips it.
+            ReleasedObservers.insert(id)
+            Task { @MainActor [weak owner] in
+                owner?.unregisterObserver(id)
+                ReleasedObservers.remove(id)
+            }
         }
     }
+}
+
+/// Observers whose token was released off the main actor and whose removal has not run yet.
+///
+/// The notification loop asks ``contains(_:)`` before each call. That costs one atomic load while
+/// the set is empty (nearly always); the lock is taken only while a removal is on its way to the
+/// main actor. Observer identifiers are unique in the process, so an identifier here can only be
+/// the released observer's.
+package enum ReleasedObservers {
+    private static let ids = Locked(Set<Int>())
+
+    #if canImport(Darwin)
+        // `Atomic` needs macOS 15 / iOS 18; the package's floor is macOS 14 / iOS 17, so on Apple
+        // platforms the check takes the lock (an uncontended unfair-lock-class cost).
+        /// Whether the observer `id` was released and must not be called.
+        package static func contains(_ id: Int) -> Bool {
+            ids.withLock { !$0.isEmpty && $0.contains(id) }
+        }
+
+        /// Marks the observer `id` as released.
+        static func insert(_ id: Int) {
+            ids.withLock { _ = $0.insert(id) }
+        }
+
+        /// Forgets `id` once its removal ran.
+        static func remove(_ id: Int) {
+            ids.withLock { _ = $0.remove(id) }
+        }
+    #else
+        /// The number of identifiers in ``ids``, readable without the lock.
+        private static let count = Atomic<Int>(0)
+
+        /// Whether the observer `id` was released and must not be called.
+        @inline(__always)
+        package static func contains(_ id: Int) -> Bool {
+            guard count.load(ordering: .acquiring) > 0 else { return false }
+            return ids.withLock { $0.contains(id) }
+        }
+
+        /// Marks the observer `id` as released.
+        static func insert(_ id: Int) {
+            ids.withLock { ids in
+                if ids.insert(id).inserted { count.add(1, ordering: .releasing) }
+            }
+        }
+
+        /// Forgets `id` once its removal ran.
+        static func remove(_ id: Int) {
+            ids.withLock { ids in
+                if ids.remove(id) != nil { count.subtract(1, ordering: .releasing) }
+            }
+        }
+    #endif
 }
 
 /// Marks the main dispatch queue so that code can tell whether it runs on it from any thread.
@@ -61,4 +126,12 @@ private let mainQueueKey: DispatchSpecificKey<Bool> = {
 /// serves the main queue from a worker thread.
 private func isRunningOnMainQueue() -> Bool {
     DispatchQueue.getSpecific(key: mainQueueKey) == true
+}
+
+/// What a ``LoadableObservation`` token points at: something that registered an observer under
+/// an identifier and can remove it.
+@MainActor
+package protocol ObserverRegistry: AnyObject, Sendable {
+    /// Removes the observer `id` (called by its token).
+    func unregisterObserver(_ id: Int)
 }

@@ -47,14 +47,14 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
     }
 
     private func requestSyncWithoutTarget() {
-        guard ownState != .syncing else { return }
-        ownState = .syncing
-        forwardChange()
+        guard core.state != .syncing else { return }
+        setOwnState(.syncing)
     }
 
     package override func targetWillBeObserved(_ target: Target) {
-        guard ownState == .syncing else { return }
-        ownState = .idle
+        guard core.state == .syncing else { return }
+        // No notification: setting the target notifies once, after the target was asked.
+        core.store(state: .idle, error: nil)
         target.syncIfNeeded()
     }
 }

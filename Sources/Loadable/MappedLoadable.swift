@@ -1,3 +1,5 @@
+public import Observation
+
 /// A loadable that follows another one and shows its contents transformed.
 ///
 /// Made by ``ContentsLoadable/map(_:)``. Its state, error and availability are the source's; its
@@ -11,14 +13,14 @@
 /// let token = count.observe { print($0.contents ?? 0) }
 /// ```
 @MainActor
-public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsLoadable {
+public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsLoadable, Observable {
+    /// The observers and the Observation registrar.
+    package let core = LoadableCore()
     /// The loadable this one follows.
     public let source: Source
-    package var observerList = ObserverList()
     private let transform: @MainActor (Source.Contents) -> Contents
     private var sourceObservation: LoadableObservation?
-    /// The transformed contents; kept while the source keeps its contents.
-    public private(set) var contents: Contents?
+    private var storedContents: Contents?
 
     /// Creates a loadable showing `transform(source.contents)`.
     ///
@@ -29,26 +31,47 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
         self.source = source
         self.transform = transform
         refresh()
-        sourceObservation = source.addObserver { [unowned self] _ in
+        // Weakly: the mapped loadable may be released on another thread while the source notifies.
+        sourceObservation = source.addObserver { [weak self] _ in
+            guard let self else { return }
+            self.core.willChange()
             self.refresh()
-            self.notifyObservers()
+            self.core.didChange(NotificationSubject(self))
         }
     }
 
     private func refresh() {
-        if source.isContentsAvailable, let sourceContents = source.contents {
-            contents = transform(sourceContents)
-        } else if !source.isContentsAvailable {
-            contents = nil
+        let isSourceContentsAvailable = source.isContentsAvailable
+        if isSourceContentsAvailable, let sourceContents = source.contents {
+            storedContents = transform(sourceContents)
+        } else if !isSourceContentsAvailable {
+            storedContents = nil
         }
     }
 
+    /// The transformed contents; kept while the source keeps its contents.
+    public var contents: Contents? {
+        core.trackAccess()
+        return storedContents
+    }
+
     /// The source's state.
-    public var loadableState: LoadableState { source.loadableState }
+    public var loadableState: LoadableState {
+        core.trackAccess()
+        return source.loadableState
+    }
+
     /// The source's error.
-    public var error: (any Error)? { source.error }
+    public var error: (any Error)? {
+        core.trackAccess()
+        return source.error
+    }
+
     /// Whether the source has contents and the transformed contents exist.
-    public var isContentsAvailable: Bool { source.isContentsAvailable && contents != nil }
+    public var isContentsAvailable: Bool {
+        core.trackAccess()
+        return source.isContentsAvailable && storedContents != nil
+    }
 
     /// Calls `handler` after every change of the source.
     ///
@@ -61,11 +84,19 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     }
 }
 
-extension MappedLoadable: ObserverOwner {}
+extension MappedLoadable: LoadableCoreOwner {}
+
+extension MappedLoadable: @MainActor CustomStringConvertible {
+    /// `<MappedLoadable<Source, Contents>: state, contents available: yes|no>`.
+    public var description: String { loadableDescription() }
+}
 
 extension MappedLoadable: SyncableLoadable where Source: SyncableLoadable {
     /// The source's ``SyncableLoadable/needsSync``.
-    public var needsSync: Bool { source.needsSync }
+    public var needsSync: Bool {
+        core.trackAccess()
+        return source.needsSync
+    }
     /// Asks the source to sync.
     public func sync() { source.sync() }
     /// Asks the source to sync if needed.

@@ -1,5 +1,3 @@
-internal import Observation
-
 /// A list that loads page by page: ``Loadable/sync()`` refreshes it from the first page and
 /// ``loadNextPage()`` appends the next one.
 ///
@@ -81,14 +79,11 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
 
     private let pageLoader: (@MainActor (Cursor?) async throws -> Page)?
     private var storedNextPageState: LoadableState = .idle
-    private var storedNextPageError: (any Error)?
-    private var storedNextCursor: Cursor?
     private var hasLoadedFirstPage = false
-    private var refreshTask: Task<Void, Never>?
-    private var refreshGeneration = 0
-    private var nextPageTask: Task<Void, Never>?
-    private var nextPageGeneration = 0
-    private let pagingRegistrar = ObservationRegistrar()
+    private var storedNextPageError: (any Error)?
+    private var refreshTask = LoadTask()
+    private var nextPageTask = LoadTask()
+    private var storedNextCursor: Cursor?
 
     /// Creates a paged list that loads each page with `loadPage`.
     ///
@@ -112,8 +107,8 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     }
 
     deinit {
-        refreshTask?.cancel()
-        nextPageTask?.cancel()
+        refreshTask.cancelTask()
+        nextPageTask.cancelTask()
     }
 
     // MARK: - Reading
@@ -125,14 +120,14 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// retries). A loaded next page goes back to ``LoadableState/idle``: its items are in
     /// ``PushLoadable/contents``. A refresh resets it to ``LoadableState/idle`` when it starts.
     public final var nextPageState: LoadableState {
-        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        core.trackAccess()
         return storedNextPageState
     }
 
     /// Why the last next page failed, while ``nextPageState`` is ``LoadableState/didFailToSync``;
     /// `nil` otherwise.
     public final var nextPageError: (any Error)? {
-        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        core.trackAccess()
         return storedNextPageError
     }
 
@@ -141,14 +136,14 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     ///
     /// A failed refresh or a failed next page keeps it, so the list can go on from where it is.
     public final var nextCursor: Cursor? {
-        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        core.trackAccess()
         return storedNextCursor
     }
 
     /// Whether there is a page after the items shown: a first page was loaded and the last page
     /// that loaded gave a ``nextCursor``.
     public final var hasMorePages: Bool {
-        pagingRegistrar.access(self, keyPath: \.pagingObservationToken)
+        core.trackAccess()
         return hasLoadedFirstPage && storedNextCursor != nil
     }
 
@@ -190,15 +185,19 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// row appears, and from a retry button.
     public final func loadNextPage() {
         guard hasLoadedFirstPage, let cursor = storedNextCursor,
-            storedNextPageState != .syncing, loadableState != .syncing
+            storedNextPageState != .syncing, storedState != .syncing
         else { return }
-        nextPageGeneration += 1
-        let generation = nextPageGeneration
-        setNextPage(state: .syncing, error: nil)
-        notifyDidChange()
+        nextPageTask.cancel()
+        let generation = nextPageTask.generationNumber
+        changePaging {
+            storedNextPageState = .syncing
+            storedNextPageError = nil
+        }
         // An observer may have started a refresh meanwhile, which cancels this load.
-        guard generation == nextPageGeneration else { return }
-        nextPageTask = startLoading(after: cursor) { paged, result in
+        guard generation == nextPageTask.generationNumber else { return }
+        nextPageTask.start(for: self, closure: pageLoader.map { load in { try await load(cursor) } }) {
+            try await $0.loadPage(after: cursor)
+        } finish: { paged, generation, result in
             paged.finishNextPage(generation, with: result)
         }
     }
@@ -223,76 +222,45 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// Starts a refresh: loads the first page in a task. (``Loadable/sync()`` has already
     /// cancelled a next page in flight.) Not meant to be overridden further.
     public final override func doSync() {
-        refreshGeneration += 1
-        let generation = refreshGeneration
-        refreshTask = startLoading(after: nil) { paged, result in
+        refreshTask.start(for: self, closure: pageLoader.map { load in { try await load(nil) } }) {
+            try await $0.loadPage(after: nil)
+        } finish: { paged, generation, result in
             paged.finishRefresh(generation, with: result)
         }
     }
 
     /// Cancels the refresh task. Not meant to be overridden further.
     public final override func doCancelSync() {
-        refreshGeneration += 1
-        refreshTask?.cancel()
-        refreshTask = nil
+        refreshTask.cancel()
     }
 
     // MARK: - Private
 
-    /// The one key path Observation tracks for the paging properties.
-    private var pagingObservationToken: Void { () }
-
-    private func setNextPage(state: LoadableState, error: (any Error)?, cursor: Cursor?? = .none) {
-        pagingRegistrar.withMutation(of: self, keyPath: \.pagingObservationToken) {
-            storedNextPageState = state
-            storedNextPageError = error
-            if case .some(let cursor) = cursor { storedNextCursor = cursor }
-        }
+    /// Changes paging fields with one Observation mutation and one notification; the loadable's
+    /// own state, error and contents stay.
+    private func changePaging(_ body: () -> Void) {
+        core.willChange()
+        body()
+        core.didChange(NotificationSubject(self))
     }
 
     /// Cancels a next page in flight so that its result is ignored, and resets ``nextPageState``
-    /// and ``nextPageError`` without notifying.
+    /// and ``nextPageError`` without notifying (the `syncing` notification that follows tells).
     private func discardNextPageLoad() {
-        nextPageGeneration += 1
-        nextPageTask?.cancel()
-        nextPageTask = nil
-        guard storedNextPageState != .idle || storedNextPageError != nil else { return }
-        setNextPage(state: .idle, error: nil)
-    }
-
-    /// Runs ``loadPage(after:)`` in a task and hands its result to `finish`, unless the loadable
-    /// was released meanwhile.
-    private func startLoading(
-        after cursor: Cursor?,
-        finish: @escaping @MainActor (PagedLoadable, Result<Page, any Error>) -> Void
-    ) -> Task<Void, Never> {
-        if let pageLoader {
-            // Hold only the closure while loading, so releasing the loadable cancels the load.
-            return Task { [weak self] in
-                let result: Result<Page, any Error>
-                do { result = .success(try await pageLoader(cursor)) } catch { result = .failure(error) }
-                if let self { finish(self, result) }
-            }
-        }
-        return Task {
-            let result: Result<Page, any Error>
-            do { result = .success(try await self.loadPage(after: cursor)) } catch { result = .failure(error) }
-            finish(self, result)
-        }
+        nextPageTask.cancel()
+        storedNextPageState = .idle
+        storedNextPageError = nil
     }
 
     private func finishRefresh(_ generation: Int, with result: Result<Page, any Error>) {
         // A late result (after a cancel or a newer sync) is dropped.
-        guard generation == refreshGeneration, loadableState == .syncing else { return }
-        refreshTask = nil
+        guard refreshTask.finish(generation), storedState == .syncing else { return }
         switch result {
         case .success(let page):
             // A next page started meanwhile would continue the old list: drop it too.
             discardNextPageLoad()
-            pagingRegistrar.withMutation(of: self, keyPath: \.pagingObservationToken) {
-                hasLoadedFirstPage = true
-                storedNextCursor = page.nextCursor
-            }
+            hasLoadedFirstPage = true
+            storedNextCursor = page.nextCursor
             setDidSyncSuccessfully(page.items)
         case .failure(let error):
             setDidFailToSync(error)
@@ -301,16 +269,19 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
 
     private func finishNextPage(_ generation: Int, with result: Result<Page, any Error>) {
         // A late result (after a refresh started) is dropped.
-        guard generation == nextPageGeneration, storedNextPageState == .syncing else { return }
-        nextPageTask = nil
+        guard nextPageTask.finish(generation), storedNextPageState == .syncing else { return }
         switch result {
         case .success(let page):
-            setNextPage(state: .idle, error: nil, cursor: page.nextCursor)
             // One notification for the new items and the footer; the loadable's state stays.
-            update(state: loadableState, error: self.error, contents: (contents ?? []) + page.items)
+            storedNextPageState = .idle
+            storedNextPageError = nil
+            storedNextCursor = page.nextCursor
+            update(state: storedState, error: core.error, contents: (contents ?? []) + page.items)
         case .failure(let error):
-            setNextPage(state: .didFailToSync, error: error)
-            notifyDidChange()
+            changePaging {
+                storedNextPageState = .didFailToSync
+                storedNextPageError = error
+            }
         }
     }
 }

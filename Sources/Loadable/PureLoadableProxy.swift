@@ -1,3 +1,5 @@
+public import Observation
+
 /// A loadable that stands for another one that may not exist yet: a "promise for a promise".
 ///
 /// With no ``target`` it is ``LoadableState/idle`` with no contents and no error. With a target
@@ -15,11 +17,11 @@
 ///
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor
-open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, @MainActor CustomStringConvertible {
-    package var observerList = ObserverList()
+open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @MainActor CustomStringConvertible {
+    /// The observers, the Observation registrar, and the proxy's own state (shown while there is
+    /// no target).
+    package final let core = LoadableCore()
     private var targetObservation: LoadableObservation?
-    /// The proxy's own state, shown while there is no target.
-    package var ownState: LoadableState = .idle
 
     /// The loadable the proxy stands for; `nil` until it is known.
     ///
@@ -30,12 +32,7 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, @MainActor Cus
             guard oldValue !== target else { return }
             targetObservation?.cancel()
             targetObservation = nil
-            if let target {
-                targetWillBeObserved(target)
-                targetObservation = target.addObserver { [unowned self] _ in
-                    self.forwardChange()
-                }
-            }
+            if let target { subscribe(to: target) }
             forwardChange()
         }
     }
@@ -45,22 +42,34 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, @MainActor Cus
     /// - Parameter target: The loadable to stand for, if known already.
     public init(target: Target? = nil) {
         self.target = target
-        if let target {
-            targetWillBeObserved(target)
-            targetObservation = target.addObserver { [unowned self] _ in
-                self.forwardChange()
-            }
+        if let target { subscribe(to: target) }
+    }
+
+    private func subscribe(to target: Target) {
+        targetWillBeObserved(target)
+        // Weakly: the proxy may be released on another thread while the target notifies.
+        targetObservation = target.addObserver { [weak self] _ in
+            self?.forwardChange()
         }
     }
 
     /// The target's state; the proxy's own (``LoadableState/idle``) without a target.
-    public var loadableState: LoadableState { target?.loadableState ?? ownState }
+    public var loadableState: LoadableState {
+        core.trackAccess()
+        return target?.loadableState ?? core.state
+    }
 
     /// The target's error; `nil` without a target.
-    public var error: (any Error)? { target?.error }
+    public var error: (any Error)? {
+        core.trackAccess()
+        return target?.error
+    }
 
     /// The target's availability; `false` without a target.
-    public var isContentsAvailable: Bool { target?.isContentsAvailable ?? false }
+    public var isContentsAvailable: Bool {
+        core.trackAccess()
+        return target?.isContentsAvailable ?? false
+    }
 
     /// Calls `handler` after every change of the proxy or of its target.
     ///
@@ -79,23 +88,43 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, @MainActor Cus
 
     /// `<TypeName: state, contents available: yes|no, target: …>`.
     open var description: String {
-        let targetText = target.map { String(describing: $0) } ?? "none"
-        return "<\(type(of: self)): \(loadableState), contents available: \(isContentsAvailable ? "yes" : "no"), "
-            + "target: \(targetText)>"
+        loadableDescription(details: ", target: \(target.map { String(describing: $0) } ?? "none")")
     }
 
     /// Called with a new target before the proxy subscribes to it.
     package func targetWillBeObserved(_ target: Target) {}
 
+    /// Tells Observation and the observers that the proxy changed (its target, its own state,
+    /// or the target notified).
     package final func forwardChange() {
+        core.willChange()
         proxyDidChange()
-        notifyObservers()
+        core.didChange(NotificationSubject(self))
+    }
+
+    /// Shows `state` while there is no target, and notifies.
+    package final func setOwnState(_ state: LoadableState) {
+        core.willChange()
+        core.store(state: state, error: nil)
+        proxyDidChange()
+        core.didChange(NotificationSubject(self))
     }
 }
 
-extension PureLoadableProxy: ObserverOwner {}
+extension PureLoadableProxy: LoadableCoreOwner {
+    /// The target's state and availability, read without telling Observation; the proxy's own
+    /// without a target.
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        guard let target else { return (core.state, false) }
+        if let target = target as? any UntrackedReadable { return target.untrackedStatus }
+        return (target.loadableState, target.isContentsAvailable)
+    }
+}
 
 extension PureLoadableProxy: ContentsLoadable where Target: ContentsLoadable {
     /// The target's contents; `nil` without a target.
-    public var contents: Target.Contents? { target?.contents }
+    public var contents: Target.Contents? {
+        core.trackAccess()
+        return target?.contents
+    }
 }

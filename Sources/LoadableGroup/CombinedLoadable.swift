@@ -1,3 +1,5 @@
+public import Observation
+
 /// A loadable whose contents are computed from the contents of two to four other loadables.
 ///
 /// Made by ``LoadableGroup/combine(_:_:transform:)`` and its overloads. It follows a
@@ -26,15 +28,14 @@
 /// - Complexity: Each member notification costs O(1) plus one call of `transform` when all
 ///   members have contents.
 @MainActor
-public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadable,
+public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadable, Observable,
     @MainActor CustomStringConvertible
 {
-    package var observerList = ObserverList()
+    /// The observers and the Observation registrar.
+    package let core = LoadableCore()
     private let group: LoadableGroup
     private let compute: @MainActor () -> Contents?
-
-    /// `transform` of the members' contents while all members have contents; `nil` otherwise.
-    public private(set) var contents: Contents?
+    private var storedContents: Contents?
 
     /// Creates a loadable following a strict group of `members`.
     ///
@@ -47,20 +48,23 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
         refresh()
         group.memberChangeHandler = { [weak self] groupWillNotify in
             guard let self else { return }
-            let didRecompute = self.refresh()
-            if groupWillNotify || didRecompute { self.notifyObservers() }
+            // Contents are recomputed whenever every member has contents.
+            guard groupWillNotify || self.group.untrackedStatus.isContentsAvailable else { return }
+            self.core.willChange()
+            self.refresh()
+            self.core.didChange(NotificationSubject(self))
         }
     }
 
-    /// Recomputes ``contents``; returns whether `compute` ran.
-    @discardableResult
-    private func refresh() -> Bool {
-        guard group.isContentsAvailable else {
-            contents = nil
-            return false
-        }
-        contents = compute()
-        return true
+    /// Recomputes the contents, or clears them when a member has none.
+    private func refresh() {
+        storedContents = group.untrackedStatus.isContentsAvailable ? compute() : nil
+    }
+
+    /// `transform` of the members' contents while all members have contents; `nil` otherwise.
+    public var contents: Contents? {
+        core.trackAccess()
+        return storedContents
     }
 
     /// The members, in the order they were passed to ``LoadableGroup/combine(_:_:transform:)``.
@@ -69,18 +73,27 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     /// The state of a ``PureLoadableGroup/Policy/strict`` group of the members.
     ///
     /// - Complexity: O(1).
-    public var loadableState: LoadableState { group.loadableState }
+    public var loadableState: LoadableState {
+        core.trackAccess()
+        return group.untrackedStatus.state
+    }
 
     /// A ``LoadableGroupError`` listing every failed member while the state is
     /// `LoadableState.didFailToSync`; `nil` otherwise.
     ///
     /// - Complexity: O(n) in the number of members, on each read.
-    public var error: (any Error)? { group.groupError }
+    public var error: (any Error)? {
+        core.trackAccess()
+        return group.core.readUntracked { group.groupError }
+    }
 
     /// Whether every member's contents are available and the combined contents exist.
     ///
     /// - Complexity: O(1).
-    public var isContentsAvailable: Bool { group.isContentsAvailable && contents != nil }
+    public var isContentsAvailable: Bool {
+        core.trackAccess()
+        return group.untrackedStatus.isContentsAvailable && storedContents != nil
+    }
 
     /// Whether any syncable member needs to sync.
     public var needsSync: Bool { group.needsSync }
@@ -92,9 +105,7 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     public func syncIfNeeded() { group.syncIfNeeded() }
 
     /// `<CombinedLoadable<Contents>: state, contents available: yes|no>`.
-    public var description: String {
-        "<\(type(of: self)): \(loadableState), contents available: \(isContentsAvailable ? "yes" : "no")>"
-    }
+    public var description: String { loadableDescription() }
 
     /// Calls `handler` after every change until the returned token is cancelled or released.
     ///
@@ -107,4 +118,4 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     }
 }
 
-extension CombinedLoadable: ObserverOwner {}
+extension CombinedLoadable: LoadableCoreOwner {}

@@ -1,3 +1,5 @@
+public import Observation
+
 /// A loadable made of other loadables: its state and availability follow its members' under a
 /// failure ``Policy``.
 ///
@@ -27,11 +29,15 @@
 /// }
 /// ```
 ///
+/// It is `Observable`: a SwiftUI view (or `withObservationTracking`) that reads its
+/// ``loadableState``, ``error`` or ``isContentsAvailable`` is updated whenever the group notifies.
+///
 /// - Complexity: Each member notification is handled in O(1): the group keeps the last state and
 ///   availability it saw for each member and counts of members per state, and never rescans the
-///   other members. Setting ``members`` is O(n) in the number of members.
+///   other members. Setting ``members`` is O(n) in the number of members, plus the check that the
+///   group does not end up inside itself (see ``members``).
 @MainActor
-open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
+open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringConvertible {
     /// How a group's state and availability follow from its members'.
     ///
     /// ```swift
@@ -77,23 +83,33 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         var observation: LoadableObservation?
     }
 
-    package var observerList = ObserverList()
+    /// The group's state (`core.state`) and availability (`core.hasContents`), observers and
+    /// Observation registrar.
+    package final let core = LoadableCore()
     private var entries: [MemberEntry] = []
     private var tally = MemberTally()
     /// Grows with every assignment of ``members``; observers of older members carry an older one.
     private var generation = 0
     /// Set while subscribing to new members: their notifications update the counts only.
     private var isSubscribing = false
-    private var storedState: LoadableState = .idle
-    private var storedIsContentsAvailable = false
+
+    /// The group, held weakly, for its member observers and for the groups it is a member of.
+    private lazy var weakReference = WeakGroupReference(self)
 
     /// The members that can be asked to sync, in member order; found once per assignment of
     /// ``members``.
     private(set) var syncableMembers: [any SyncableLoadable] = []
 
-    /// The members that are groups themselves, in member order; found once per assignment of
-    /// ``members``, so that the own-member check walks groups without rescanning their members.
+    /// The members that are groups themselves, in member order (with repeats); found once per
+    /// assignment of ``members``.
     private var nestedGroups: [PureLoadableGroup] = []
+
+    /// The groups this group is a member of, each with how many times, keyed by their
+    /// ``weakReference``. A group that was released without leaving this one stays until
+    /// ``pruneParents()`` drops it.
+    private var parents: [ObjectIdentifier: (reference: WeakGroupReference, count: Int)] = [:]
+    /// The size of ``parents`` at which released groups are dropped from it next.
+    private var parentPruneThreshold = 8
 
     /// Called after every member notification (and assignment of ``members``) once the group's
     /// state is up to date, with whether the group is about to notify its own observers.
@@ -114,10 +130,14 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// loadable of your own is not detected; do not make one.
     ///
     /// - Complexity: O(n) for each assignment (including an in-place `append`), where n is the
-    ///   number of old plus new members.
+    ///   number of old plus new members; plus, for each group among the new members, a search for
+    ///   a loop that stops as soon as either the groups nested in that member or the groups this
+    ///   group is nested in are exhausted. Building nested groups level by level, bottom-up or
+    ///   top-down, costs O(1) per level.
     public final var members: [any PureLoadable] {
         didSet {
             subscribe()
+            requireNotOwnMember()
             update()
         }
     }
@@ -129,13 +149,14 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// - Parameters:
     ///   - members: The loadables to follow, held strongly; may be empty and set later.
     ///   - policy: How the group's state and availability follow from its members'.
-    /// - Complexity: O(n) in the number of members.
+    /// - Complexity: O(n) in the number of members. (A new group cannot be inside its members, so
+    ///   there is nothing to check for loops.)
     public init(_ members: [any PureLoadable], policy: Policy = .strict) {
         self.members = members
         self.policy = policy
         subscribe()
-        storedState = tally.state(for: policy)
-        storedIsContentsAvailable = tally.isContentsAvailable(for: policy)
+        core.store(state: tally.state(for: policy), error: nil)
+        core.hasContents = tally.isContentsAvailable(for: policy)
     }
 
     // MARK: - Reading
@@ -143,7 +164,10 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// The group's state, computed from its members' under ``policy``.
     ///
     /// - Complexity: O(1); the value is kept up to date on each member notification.
-    public final var loadableState: LoadableState { storedState }
+    public final var loadableState: LoadableState {
+        core.trackAccess()
+        return core.state
+    }
 
     /// Whether the group has contents to show, computed from its members' under ``policy``.
     ///
@@ -151,7 +175,10 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     /// change (MMMLoadable's groups refreshed it only with the state).
     ///
     /// - Complexity: O(1).
-    public final var isContentsAvailable: Bool { storedIsContentsAvailable }
+    public final var isContentsAvailable: Bool {
+        core.trackAccess()
+        return core.hasContents
+    }
 
     /// Every failed member with its error, in member order; `nil` unless the group's state is
     /// `LoadableState.didFailToSync`.
@@ -161,7 +188,8 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     ///
     /// - Complexity: O(n) in the number of members, on each read (not on member notifications).
     public final var groupError: LoadableGroupError? {
-        guard storedState == .didFailToSync else { return nil }
+        core.trackAccess()
+        guard core.state == .didFailToSync else { return nil }
         var failures: [LoadableGroupError.Failure] = []
         for (index, entry) in entries.enumerated() where entry.state == .didFailToSync {
             failures.append(LoadableGroupError.Failure(index: index, error: members[index].error))
@@ -175,9 +203,7 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
     public final var error: (any Error)? { groupError }
 
     /// `<TypeName: state, contents available: yes|no>`.
-    open var description: String {
-        "<\(type(of: self)): \(storedState), contents available: \(storedIsContentsAvailable ? "yes" : "no")>"
-    }
+    open var description: String { loadableDescription() }
 
     // MARK: - Observation
 
@@ -209,14 +235,16 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         tally = MemberTally()
         // Cancel explicitly: `oldEntries` may be the last reference, but cancel at once anyway.
         for entry in oldEntries { entry.observation?.cancel() }
+        for group in nestedGroups { group.removeParent(weakReference) }
 
         let members = members
         entries.reserveCapacity(members.count)
         var syncable: [any SyncableLoadable] = []
         syncable.reserveCapacity(members.count)
-        let reference = WeakGroupReference(self)
+        let reference = weakReference
         var groups: [PureLoadableGroup] = []
         isSubscribing = true
+        defer { isSubscribing = false }
         for (index, member) in members.enumerated() {
             if let group = member as? PureLoadableGroup { groups.append(group) }
             let untracked = member as? any UntrackedReadable
@@ -235,30 +263,82 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
             }
             entries[index].observation = observation
         }
-        isSubscribing = false
         syncableMembers = syncable
         nestedGroups = groups
-        if !groups.isEmpty { requireNotOwnMember() }
+        for group in groups { group.addParent(reference) }
+    }
+
+    // MARK: - Loops
+
+    private func addParent(_ reference: WeakGroupReference) {
+        parents[ObjectIdentifier(reference), default: (reference, 0)].count += 1
+        if parents.count >= parentPruneThreshold { pruneParents() }
+    }
+
+    private func removeParent(_ reference: WeakGroupReference) {
+        let key = ObjectIdentifier(reference)
+        guard let entry = parents[key] else { return }
+        if entry.count > 1 {
+            parents[key]?.count -= 1
+        } else {
+            parents[key] = nil
+        }
+    }
+
+    /// Drops the groups that were released while this group was their member; amortized O(1) per
+    /// ``addParent(_:)``.
+    private func pruneParents() {
+        parents = parents.filter { $0.value.reference.group != nil }
+        parentPruneThreshold = Swift.max(8, parents.count * 2)
     }
 
     /// Stops the program if this group is among its nested groups, at any depth.
     ///
     /// A group inside itself would notify itself forever, and `needsSync` and `sync()` would
     /// recurse until the stack overflows: a configuration error, reported at the assignment that
-    /// closes the loop. Each group is visited once, through the nested groups it found when its
-    /// own members were assigned; only groups are searched (see ``members``).
+    /// closes the loop. Only groups are searched (see ``members``).
+    ///
+    /// For each group `N` among the members, the loop exists when this group can be reached from
+    /// `N` through nested groups. The search runs from both ends at once, one group at a time:
+    /// down from `N` through nested groups and up from this group through the groups it is a
+    /// member of; it finds a loop when the two meet, and stops without one as soon as either side
+    /// runs out. So a deep tree costs little whichever way it is built.
     private func requireNotOwnMember() {
-        var pending = nestedGroups
-        var visited: Set<ObjectIdentifier> = []
-        while let group = pending.popLast() {
-            if group === self {
+        var checked: Set<ObjectIdentifier> = []
+        for group in nestedGroups where checked.insert(ObjectIdentifier(group)).inserted {
+            if Self.canReach(self, from: group) {
                 fatalError(
                     "\(type(of: self)).members: a group cannot be its own member, directly or through other groups")
             }
-            guard visited.insert(ObjectIdentifier(group)).inserted else { continue }
-            pending.append(contentsOf: group.nestedGroups)
         }
     }
+
+    /// Whether `target` is `start` or nested in it, at any depth.
+    private static func canReach(_ target: PureLoadableGroup, from start: PureLoadableGroup) -> Bool {
+        if target === start { return true }
+        var down = [start]
+        var up = [target]
+        var seenDown: Set<ObjectIdentifier> = [ObjectIdentifier(start)]
+        var seenUp: Set<ObjectIdentifier> = [ObjectIdentifier(target)]
+        while let lower = down.popLast() {
+            for child in lower.nestedGroups {
+                let key = ObjectIdentifier(child)
+                if seenUp.contains(key) { return true }
+                if seenDown.insert(key).inserted { down.append(child) }
+            }
+            guard let upper = up.popLast() else { return false }
+            for (_, parent) in upper.parents {
+                guard let group = parent.reference.group else { continue }
+                let key = ObjectIdentifier(group)
+                if seenDown.contains(key) { return true }
+                if seenUp.insert(key).inserted { up.append(group) }
+            }
+            if up.isEmpty { return false }
+        }
+        return false
+    }
+
+    // MARK: - Member notifications
 
     /// Applies one member notification: O(1), reads only that member.
     private func memberDidNotify(at index: Int, generation: Int) {
@@ -287,15 +367,23 @@ open class PureLoadableGroup: PureLoadable, @MainActor CustomStringConvertible {
         let state = tally.state(for: policy)
         let isContentsAvailable = tally.isContentsAvailable(for: policy)
         let shouldNotify =
-            state != storedState || isContentsAvailable != storedIsContentsAvailable
-            || state == .didSyncSuccessfully
-        storedState = state
-        storedIsContentsAvailable = isContentsAvailable
-        memberChangeHandler?(shouldNotify)
-        guard shouldNotify else { return }
+            state != core.state || isContentsAvailable != core.hasContents || state == .didSyncSuccessfully
+        guard shouldNotify else {
+            memberChangeHandler?(false)
+            return
+        }
+        core.willChange()
+        core.store(state: state, error: nil)
+        core.hasContents = isContentsAvailable
+        memberChangeHandler?(true)
         groupDidChange()
-        notifyObservers()
+        core.didChange(NotificationSubject(self))
     }
 }
 
-extension PureLoadableGroup: ObserverOwner {}
+extension PureLoadableGroup: LoadableCoreOwner {
+    /// The group's state and availability (neither is a read of the members).
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        (core.state, core.hasContents)
+    }
+}

@@ -1,3 +1,5 @@
+public import Observation
+
 /// A loadable for tests whose every property a test sets by hand, and which counts how it is used.
 ///
 /// Setting ``loadableState`` notifies observers (even to the same value); setting ``contents``,
@@ -5,7 +7,9 @@
 /// then announce it. ``sync()`` moves to ``LoadableState/syncing`` and never finishes by itself:
 /// the test finishes it.
 ///
-/// Isolated to the main actor; observers are called on the main actor.
+/// Isolated to the main actor; observers are called on the main actor. It is `Observable` like
+/// every loadable: each notification is an Observation change of ``loadableState``, ``contents``,
+/// ``error`` and ``isContentsAvailable``.
 ///
 /// ```swift
 /// @Test @MainActor func groupFollowsItsMembers() {
@@ -19,41 +23,53 @@
 /// }
 /// ```
 @MainActor
-public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
-    package var observerList = ObserverList()
-    private var storedState: LoadableState = .idle
+public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, Observable {
+    /// The state, observers and Observation registrar.
+    package let core = LoadableCore()
     private var storedError: (any Error)?
     private var storedIsContentsAvailable: Bool
     private var storedNeedsSync: Bool?
+    private var storedContents: Contents?
 
     /// Creates an idle test loadable.
     ///
     /// - Parameter contents: Contents to start with; ``isContentsAvailable`` starts as
     ///   `contents != nil`.
     public init(contents: Contents? = nil) {
-        self.contents = contents
+        storedContents = contents
         storedIsContentsAvailable = contents != nil
     }
+
+    private var storedState: LoadableState { core.state }
 
     /// The state; setting it notifies observers, even when the value does not change.
     public var loadableState: LoadableState {
         get {
             loadableStateReadCount += 1
+            core.trackAccess()
             return storedState
         }
         set {
-            storedState = newValue
-            notifyObservers()
+            core.willChange()
+            core.store(state: newValue, error: nil)
+            core.didChange(NotificationSubject(self))
         }
     }
 
     /// The contents; setting them does not notify.
-    public var contents: Contents?
+    public var contents: Contents? {
+        get {
+            core.trackAccess()
+            return storedContents
+        }
+        set { storedContents = newValue }
+    }
 
     /// The error; setting it does not notify.
     public var error: (any Error)? {
         get {
             errorReadCount += 1
+            core.trackAccess()
             return storedError
         }
         set { storedError = newValue }
@@ -63,6 +79,7 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
     public var isContentsAvailable: Bool {
         get {
             isContentsAvailableReadCount += 1
+            core.trackAccess()
             return storedIsContentsAvailable
         }
         set { storedIsContentsAvailable = newValue }
@@ -119,7 +136,7 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
     }
 
     /// Whether at least one observer is registered.
-    public var hasObservers: Bool { !observerList.isEmpty }
+    public var hasObservers: Bool { core.hasObservers }
 
     /// Counts the call; if not syncing, clears the error and moves to ``LoadableState/syncing``
     /// (notifies). Never finishes by itself.
@@ -154,7 +171,7 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
     ///
     /// - Parameter contents: The new contents.
     public func setDidSyncSuccessfully(_ contents: Contents) {
-        self.contents = contents
+        storedContents = contents
         setDidSyncSuccessfully()
     }
 
@@ -167,7 +184,10 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
     }
 
     /// Notifies observers without changing anything.
-    public func notifyDidChange() { notifyObservers() }
+    public func notifyDidChange() {
+        core.willChange()
+        core.didChange(NotificationSubject(self))
+    }
 
     /// Calls `handler` after every notification until the returned token goes away.
     ///
@@ -181,16 +201,21 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable {
     }
 }
 
-extension TestLoadable: ObserverOwner {
-    package func observerListDidBecomeEmpty() {}
+extension TestLoadable: LoadableCoreOwner {
     package func unregisterObserver(_ id: Int) {
-        if observerList.remove(id) { removeObserverCount += 1 }
+        if core.removeObserver(id) { removeObserverCount += 1 }
+    }
+
+    /// The state and availability, without telling Observation; counted as one read of each
+    /// (a group's bookkeeping reads its members this way, and tests count those reads).
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        loadableStateReadCount += 1
+        isContentsAvailableReadCount += 1
+        return (storedState, storedIsContentsAvailable)
     }
 }
 
 extension TestLoadable: @MainActor CustomStringConvertible {
-    /// `<TestLoadable: state, contents available: yes|no>`.
-    public var description: String {
-        "<TestLoadable: \(storedState), contents available: \(storedIsContentsAvailable ? "yes" : "no")>"
-    }
+    /// `<TestLoadable<Contents>: state, contents available: yes|no>`.
+    public var description: String { loadableDescription() }
 }

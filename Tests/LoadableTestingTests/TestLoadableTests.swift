@@ -91,7 +91,7 @@ struct TestLoadableTests {
 
     @Test("a test loadable describes itself")
     func description() {
-        #expect(TestLoadable(contents: 1).description == "<TestLoadable: idle, contents available: yes>")
+        #expect(TestLoadable(contents: 1).description == "<TestLoadable<Int>: idle, contents available: yes>")
     }
 }
 

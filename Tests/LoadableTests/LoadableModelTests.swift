@@ -88,6 +88,10 @@ struct LoadableModelTests {
         var log: [Seen] = []
         var doSyncCount = 0
         var doCancelSyncCount = 0
+        /// Between `sync()` moving to syncing and calling `doSync()`: a cancel then has no work to
+        /// stop, so `doCancelSync()` is not called; and a sync that an observer starts meanwhile
+        /// calls `doSync()` itself and clears it, so the outer `sync()` does not call it again.
+        var awaitingDoSync = false
         var notifying = false
         var queued = false
         var nextID = 0
@@ -101,6 +105,7 @@ struct LoadableModelTests {
 
         func update(_ newState: LoadableState, errorCode: Int?, isError: Bool, contents: Int?? = .none) {
             if newState == .syncing, state != .syncing { before = (state, self.errorCode, self.isError) }
+            if newState != .syncing { awaitingDoSync = false }
             state = newState
             self.errorCode = errorCode
             self.isError = isError
@@ -159,14 +164,16 @@ struct LoadableModelTests {
 
         func sync() {
             guard state != .syncing else { return }
+            awaitingDoSync = true
             update(.syncing, errorCode: nil, isError: false)
-            guard state == .syncing else { return }
+            guard state == .syncing, awaitingDoSync else { return }
+            awaitingDoSync = false
             doSyncCount += 1
         }
 
         func cancel() {
             guard state == .syncing else { return }
-            doCancelSyncCount += 1
+            if !awaitingDoSync { doCancelSyncCount += 1 }
             update(before.0, errorCode: before.1, isError: before.2)
         }
 

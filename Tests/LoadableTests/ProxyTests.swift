@@ -130,7 +130,7 @@ struct ProxyTests {
         #expect(
             proxy.description
                 == "<PureLoadableProxy<TestLoadable<Int>>: idle, contents available: no, "
-                + "target: <TestLoadable: idle, contents available: no>>")
+                + "target: <TestLoadable<Int>: idle, contents available: no>>")
     }
 }
 

@@ -1,0 +1,325 @@
+internal import Observation
+
+/// The one implementation every loadable type is a façade over: state, error, observers, the
+/// Observation registrar and the notification loop.
+///
+/// `PushLoadable` (and so `Loadable` and its subclasses), both proxies, `MappedLoadable`, the
+/// groups, `CombinedLoadable`, `LoadableChain` and `TestLoadable` each own one core and forward to
+/// it, so the observer rules, Observation support and the cost of a change are the same for all of
+/// them. The core is not generic: its code is compiled once, fully specialized, whatever a
+/// loadable's contents are.
+///
+/// What the core stores is the loadable's *own* state and error. Types whose state follows
+/// another loadable (a proxy with a target, a mapped loadable) read that loadable instead and use
+/// the core for observers and Observation only.
+@MainActor
+package final class LoadableCore {
+    // Stored properties are private, and reached from other files only through computed
+    // accessors, so that the compiler sees every access to them and can drop most dynamic
+    // exclusivity checks. Their order packs the object: the one-byte fields right after the
+    // observer list's own flags.
+    // Unchecked: every access is instantaneous and on the main actor, and no method of the list
+    // runs other code (it never releases a handler; see `ObserverList`). This saves two dynamic
+    // checks per notification.
+    @exclusivity(unchecked) private var observers = ObserverList()
+    private var storedState: LoadableState = .idle
+    /// The state before the current sync began, restored by a cancelled sync.
+    private var stateBeforeSyncing: LoadableState = .idle
+    /// Set while ``readUntracked(_:)`` runs, so that reads do not tell Observation.
+    private var isReadingUntracked = false
+    private var storedHasContents = false
+    private var storedIsSyncAwaitingDoSync = false
+    /// The error of the current state, except while syncing: a syncing loadable has no error, so
+    /// this keeps the error the sync started from (restored by a cancelled sync) without a field
+    /// of its own.
+    private var storedError: (any Error)?
+    /// Created by the first tracked read: Observation can only track a loadable that was read, so
+    /// until then changes skip it, and a loadable nobody read does not pay for a registrar (three
+    /// allocations, about 160 bytes).
+    private var observation: ObservationState?
+
+    /// The state, without telling Observation.
+    package var state: LoadableState { storedState }
+
+    /// Whether the owner has contents; kept here so that reading it needs no generic code.
+    package var hasContents: Bool {
+        get { storedHasContents }
+        set { storedHasContents = newValue }
+    }
+
+    /// Set by `Loadable.sync()` from the moment it moves to `syncing` until it calls `doSync()`.
+    ///
+    /// A cancel in between (by an observer of the `syncing` notification) then does not call
+    /// `doCancelSync()` for work that never started; and a sync started by such an observer
+    /// clears it when it calls `doSync()` itself, which tells the outer `sync()` not to call it
+    /// again. Cleared whenever the state leaves `syncing`.
+    package var isSyncAwaitingDoSync: Bool {
+        get { storedIsSyncAwaitingDoSync }
+        set { storedIsSyncAwaitingDoSync = newValue }
+    }
+
+    /// Creates the core of an idle loadable with no observers.
+    package init() {}
+
+    // MARK: - State
+
+    /// The error of the current state; `nil` while syncing.
+    package var error: (any Error)? { state == .syncing ? nil : storedError }
+
+    /// Stores a new state and error. Entering ``LoadableState/syncing`` remembers the state it
+    /// starts from and keeps the error in ``storedError`` (see there).
+    ///
+    /// Does not notify: bracket it with ``willChange()`` and ``didChange(_:)``.
+    package func store(state: LoadableState, error: (any Error)?) {
+        assert(state != .syncing || error == nil, "a syncing loadable has no error")
+        if state != .syncing {
+            storedError = error
+            storedIsSyncAwaitingDoSync = false
+        } else if storedState != .syncing {
+            stateBeforeSyncing = storedState
+        }
+        storedState = state
+    }
+
+    /// Stores the state and error the loadable had before the current sync began.
+    package func storeStateBeforeSyncing() {
+        store(state: stateBeforeSyncing, error: storedError)
+    }
+
+    // MARK: - Observation
+
+    // Hot paths: a change costs one Observation mutation (`willSet` + `didSet`, what
+    // `withMutation` does, without its closure) and one notification round; a read costs one
+    // `access`. Nothing here allocates once the registrar exists.
+
+    /// Tells Observation that the loadable was read (every public getter calls it).
+    package func trackAccess() {
+        guard !isReadingUntracked else { return }
+        let observation = observation ?? makeObservationState()
+        observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Creates the registrar on the first read and keeps it.
+    private func makeObservationState() -> ObservationState {
+        let observation = ObservationState()
+        self.observation = observation
+        return observation
+    }
+
+    /// Begins a change: tells Observation.
+    package func willChange() {
+        observation?.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Ends a change: tells Observation, then notifies observers with `subject`.
+    package func didChange(_ subject: NotificationSubject) {
+        observation?.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+        notify(subject)
+    }
+
+    /// Runs `body` with Observation tracking suspended for this loadable.
+    ///
+    /// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so
+    /// it should neither count as an Observation access nor create the registrar (which would
+    /// then cost every later change a registrar mutation).
+    package func readUntracked<Value>(_ body: () -> Value) -> Value {
+        let wasReadingUntracked = isReadingUntracked
+        isReadingUntracked = true
+        defer { isReadingUntracked = wasReadingUntracked }
+        return body()
+    }
+
+    // MARK: - Observers
+
+    /// Whether at least one observer is registered.
+    package var hasObservers: Bool { !observers.isEmpty }
+
+    /// Registers `handler`; returns its identifier and whether it is the first observer.
+    package func addObserver(_ handler: @escaping ObserverList.Handler) -> (id: Int, isFirst: Bool) {
+        let id = Self.nextObserverID
+        Self.nextObserverID += 1
+        observers.add(handler, id: id)
+        return (id, observers.count == 1)
+    }
+
+    /// Unregisters the observer `id`; returns `false` if it was not registered.
+    package func removeObserver(_ id: Int) -> Bool {
+        let handler = observers.remove(id)
+        // Dropped here, after the access to the list ended: what it captured may run any code.
+        return handler != nil
+    }
+
+    /// Identifiers are unique in the process, not per loadable, so that an observer whose token
+    /// was released off the main actor can be recognised by its identifier alone (see
+    /// ``ReleasedObservers``) even if its loadable is gone and another took its address.
+    @exclusivity(unchecked) private static var nextObserverID = 0
+
+    /// The deepest that notification rounds of different loadables nest (an observer of one
+    /// changing another, whose observer changes a third...). A round asked for deeper than this
+    /// is queued and runs when the round at this depth ends, so a cascade of any length runs in a
+    /// bounded stack.
+    package static let maxNestingDepth = 200
+
+    // Unchecked, like the observer list: main-actor only, every access instantaneous, and
+    // `runDeferredRounds()` releases the rounds it ran only after taking them out.
+    /// The number of notification rounds running now, one inside the other.
+    @exclusivity(unchecked) private static var nestingDepth = 0
+    /// Rounds asked for at ``maxNestingDepth``, in the order they were asked for.
+    @exclusivity(unchecked) private static var deferredRounds: [(core: LoadableCore, subject: NotificationSubject)] = []
+
+    /// Calls every observer with `subject`, in the order they were added.
+    ///
+    /// If a round of this loadable is running (an observer changed it), the notification is
+    /// queued as one more round right after the current one instead of nesting. `subject` is kept
+    /// alive for the whole round, even if an observer releases the last reference to it.
+    package func notify(_ subject: NotificationSubject) {
+        guard observers.beginRound() else { return }
+        guard Self.nestingDepth < Self.maxNestingDepth else {
+            // The round stays "running" for the list, so further changes are coalesced into it.
+            Self.deferredRounds.append((self, subject))
+            return
+        }
+        Self.nestingDepth += 1
+        runRounds(subject)
+        Self.nestingDepth -= 1
+        if Self.nestingDepth == Self.maxNestingDepth - 1, !Self.deferredRounds.isEmpty {
+            Self.runDeferredRounds()
+        }
+    }
+
+    /// Runs the rounds queued at the deepest level, one after another, at that level; rounds they
+    /// queue in turn are run by the same loop.
+    private static func runDeferredRounds() {
+        nestingDepth += 1
+        while !deferredRounds.isEmpty {
+            // Taken out whole, so that releasing the rounds (which may end a loadable's life and
+            // run any code) happens outside every access to the list.
+            let rounds = deferredRounds
+            deferredRounds = []
+            for (core, subject) in rounds {
+                core.observers.clearQueuedRound()
+                core.runRounds(subject)
+            }
+        }
+        nestingDepth -= 1
+    }
+
+    /// The loop: one round over the observers, and one more for every round queued meanwhile.
+    private func runRounds(_ subject: NotificationSubject) {
+        let subject = subject.loadable
+        defer {
+            #if compiler(>=6.2)
+                extendLifetime(subject)
+            #else
+                withExtendedLifetime(subject) {}
+            #endif
+        }
+        repeat {
+            let end = observers.roundEnd
+            var index = 0
+            while index < end {
+                if let handler = observers.handler(at: index),
+                    !ReleasedObservers.contains(observers.id(at: index))
+                {
+                    handler(subject)
+                }
+                index += 1
+            }
+        } while observers.endRound()
+    }
+}
+
+/// The loadable a notification is about, as observers get it.
+///
+/// A struct around the existential rather than the existential itself: given an `any PureLoadable`
+/// parameter, the optimizer turns ``LoadableCore/notify(_:)`` into a generic function, and every
+/// caller in a generic class (`PushLoadable<Contents>`) then looks up its class's metadata at run
+/// time (about 330 instructions per change) just to pass it along.
+package struct NotificationSubject {
+    /// The loadable.
+    package let loadable: any PureLoadable
+
+    /// Wraps `loadable`.
+    @inline(__always)
+    package init(_ loadable: any PureLoadable) {
+        self.loadable = loadable
+    }
+}
+
+/// The one property Observation tracks for every loadable: every getter reads it, every change
+/// mutates it.
+///
+/// Observation keeps tracked properties per registrar (each loadable has its own) and key path; it
+/// never uses the subject instance, only its type. The key path is rooted here, at a non-generic
+/// type, rather than at a loadable class because a key path literal rooted at a generic class is
+/// instantiated anew each time it is evaluated (an allocation and a runtime type lookup, several
+/// microseconds), while this one is built once.
+private struct ObservationKey: Observable {
+    var anyProperty: Void { () }
+
+    /// `\.anyProperty`, built once.
+    @MainActor static let keyPath: KeyPath<ObservationKey, Void> = \.anyProperty
+}
+
+/// A loadable's Observation registrar, in a box so that it can be created on first use and
+/// checked cheaply (`ObservationRegistrar` is a resilient struct: an optional one is copied through
+/// runtime calls on each use).
+private final class ObservationState {
+    let registrar = ObservationRegistrar()
+}
+
+/// A loadable type built on a ``LoadableCore``.
+///
+/// Conforming gives the type the package's observer registration, token handling and untracked
+/// reads; the type keeps its own public API (its getters call ``LoadableCore/trackAccess()``, its
+/// changes go through ``LoadableCore/willChange()`` and ``LoadableCore/didChange(_:)``).
+@MainActor
+package protocol LoadableCoreOwner: UntrackedReadable, ObserverRegistry {
+    /// The loadable's core.
+    var core: LoadableCore { get }
+    /// Called after the first observer was added.
+    func observersDidBecomeNonEmpty()
+    /// Called after the last observer was removed.
+    func observersDidBecomeEmpty()
+}
+
+extension LoadableCoreOwner {
+    package func observersDidBecomeNonEmpty() {}
+    package func observersDidBecomeEmpty() {}
+
+    /// Registers `handler` with the core and returns the token that keeps it registered.
+    package func registerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
+        let (id, isFirst) = core.addObserver(handler)
+        if isFirst { observersDidBecomeNonEmpty() }
+        return LoadableObservation(owner: self, id: id)
+    }
+
+    /// Removes the observer `id` (called by its token).
+    package func unregisterObserver(_ id: Int) {
+        if core.removeObserver(id), !core.hasObservers { observersDidBecomeEmpty() }
+    }
+
+    /// The loadable's state and availability read with Observation tracking suspended.
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        core.readUntracked { (loadableState, isContentsAvailable) }
+    }
+
+    /// `<TypeName: state, contents available: yes|no>`, the description every loadable uses,
+    /// with `details` (`", target: …"`) before the closing bracket.
+    package func loadableDescription(details: String = "") -> String {
+        let (state, isContentsAvailable) = untrackedStatus
+        return "<\(type(of: self)): \(state), contents available: \(isContentsAvailable ? "yes" : "no")\(details)>"
+    }
+}
+
+/// A loadable whose state and availability can be read without telling Observation.
+///
+/// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so it
+/// should neither count as an Observation access nor create the loadable's registrar (which would
+/// then cost every later change a registrar mutation).
+@MainActor
+package protocol UntrackedReadable: PureLoadable {
+    /// ``PureLoadable/loadableState`` and ``PureLoadable/isContentsAvailable``, read without
+    /// telling Observation.
+    var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) { get }
+}
