@@ -29,7 +29,7 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     public let autosyncInterval: Duration
 
     private let clock: ElapsedClock
-    private var timerTask: Task<Void, Never>?
+    private var timer = ClockTimer()
 
     /// Creates an idle loadable that refreshes itself every `autosyncInterval` while observed.
     ///
@@ -52,7 +52,7 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     }
 
     /// Whether the refresh timer runs (someone observes the loadable).
-    public var isAutosyncing: Bool { timerTask != nil }
+    public var isAutosyncing: Bool { timer.isArmed }
 
     /// Syncs if needed and starts the refresh timer. Call `super` when you override it.
     open override func didAddFirstObserver() {
@@ -64,34 +64,29 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     /// Stops the refresh timer. Call `super` when you override it.
     open override func didRemoveLastObserver() {
         super.didRemoveLastObserver()
-        timerTask?.cancel()
-        timerTask = nil
+        timer.cancel()
     }
 
+    /// Arms the timer for the next tick, one ``autosyncInterval`` from now.
+    ///
+    /// Armed again as soon as it fires, before the tick's sync (which may remove the last observer
+    /// and stop it): the ticks keep their cadence from the moment the first observer arrived,
+    /// whatever syncs happen in between.
     private func startTimer() {
-        timerTask?.cancel()
-        let clock = clock
-        let interval = autosyncInterval
         // The task holds the loadable weakly; releasing the loadable or its last observer stops it.
-        timerTask = Task { [weak self] in
-            while true {
-                do {
-                    try await clock.sleep(for: interval)
-                } catch {
-                    return
-                }
-                guard let loadable = self, !Task.isCancelled else { return }
-                loadable.autosyncTimerFired()
-            }
+        timer.arm(after: autosyncInterval, on: clock) { [weak self] generation in
+            self?.autosyncTimerFired(generation)
         }
     }
 
-    private func autosyncTimerFired() {
+    private func autosyncTimerFired(_ generation: Int) {
+        guard timer.fired(generation) else { return }
+        startTimer()
         guard loadableState != .syncing else { return }
         sync()
     }
 
     deinit {
-        timerTask?.cancel()
+        timer.cancelTask()
     }
 }

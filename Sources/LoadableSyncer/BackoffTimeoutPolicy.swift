@@ -21,7 +21,9 @@
 /// `period` is never randomised.
 ///
 /// Invalid values stop the program with a message naming the value and the valid range:
-/// `min <= .zero`, `max < min`, `multiplier < 1` (or not finite), `period < .zero`.
+/// `min <= .zero`, `max < min`, `multiplier < 1` (or not finite), `period < .zero`. Any valid values
+/// work, however extreme: a huge `multiplier` (`1e30`, `.greatestFiniteMagnitude`) jumps to `max`
+/// after the first retry, and no delay ever overflows `Duration`.
 ///
 /// A `Sendable` value; copies are independent (each has its own backoff and its own copy of the
 /// generator).
@@ -158,9 +160,27 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
             return period
         }
         let delay = nextRetryDelay
-        nextRetryDelay = Swift.min(delay * multiplier, max)
+        nextRetryDelay = grown(delay)
         return jittered(delay)
     }
+
+    /// `delay · multiplier`, capped at ``max``, without overflowing.
+    ///
+    /// `Duration * Double` stops the program when the product does not fit in a `Duration`, which
+    /// a huge multiplier (`1e30`) reaches at once. So the product is first estimated in seconds, as
+    /// a `Double` (infinity at worst): at twice ``max`` or more the answer is ``max`` without
+    /// multiplying; below that (and far from `Duration`'s limit) the delay is multiplied as it
+    /// always was, so ordinary sequences are exactly `min, min·m, …`, capped at ``max``.
+    private func grown(_ delay: Duration) -> Duration {
+        let estimate = (delay / .seconds(1)) * multiplier
+        let limit = Swift.min((max / .seconds(1)) * 2, Self.largestMultipliedSeconds)
+        guard estimate < limit else { return max }
+        return Swift.min(delay * multiplier, max)
+    }
+
+    /// The largest product, in seconds, that is computed as a `Duration`: well below the
+    /// `Duration` limit (about 1.7e20 seconds), so rounding cannot push it over.
+    private static let largestMultipliedSeconds = 1e20
 
     /// Starts the backoff over: the next retry delay is ``min``.
     public mutating func reset() {

@@ -76,8 +76,7 @@ public final class LoadableSyncer {
     private var machine: SyncerStateMachine
     private let clock: ElapsedClock
     private var observation: LoadableObservation?
-    private var timerTask: Task<Void, Never>?
-    private var timerGeneration = 0
+    private var timer = ClockTimer()
     private var activationObserver: AppActivationObserver?
 
     /// Creates a syncer for `loadable` and starts watching it.
@@ -128,7 +127,7 @@ public final class LoadableSyncer {
     }
 
     deinit {
-        timerTask?.cancel()
+        timer.cancelTask()
     }
 
     // MARK: - Carrying out the machine's actions
@@ -175,30 +174,18 @@ public final class LoadableSyncer {
     }
 
     private func armTimer(after delay: Duration) {
-        timerTask?.cancel()
-        timerGeneration += 1
-        let generation = timerGeneration
-        let clock = clock
         // The task holds the syncer weakly: releasing the syncer cancels it (see `deinit`).
-        timerTask = Task { [weak self] in
-            do {
-                try await clock.sleep(for: delay)
-            } catch {
-                return
-            }
+        timer.arm(after: delay, on: clock) { [weak self] generation in
             self?.timerDidFire(generation)
         }
     }
 
     private func cancelTimer() {
-        timerTask?.cancel()
-        timerTask = nil
-        timerGeneration += 1
+        timer.cancel()
     }
 
     private func timerDidFire(_ generation: Int) {
-        guard generation == timerGeneration else { return }
-        timerTask = nil
+        guard timer.fired(generation) else { return }
         let actions = machine.timerFired(now: clock.elapsed)
         // With the loadable gone there is nothing to sync, but the timer is over all the same (so
         // `nextSyncIn` says nothing is scheduled).

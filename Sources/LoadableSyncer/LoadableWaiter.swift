@@ -125,8 +125,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
     private var observation: LoadableObservation?
     private var syncer: LoadableSyncer?
     private var isWatching = false
-    private var timerTask: Task<Void, Never>?
-    private var timerGeneration = 0
+    private var timer = ClockTimer()
 
     /// Creates a waiter.
     ///
@@ -262,8 +261,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
     }
 
     private func timerDidFire(_ generation: Int) {
-        guard generation == timerGeneration else { return }
-        timerTask = nil
+        guard timer.fired(generation) else { return }
         // A target may change without notifying: look once more before failing anyone.
         if isConditionMet {
             succeedAll()
@@ -317,26 +315,15 @@ public final class LoadableWaiter<Target: PureLoadable> {
     }
 
     private func armTimer(after delay: Duration) {
-        timerTask?.cancel()
-        timerGeneration += 1
-        let generation = timerGeneration
-        let clock = clock
         // The task holds the waiter strongly while waits are pending, so every wait ends once
-        // even if its owner releases the waiter; the last wait to end cancels the task.
-        timerTask = Task {
-            do {
-                try await clock.sleep(for: delay)
-            } catch {
-                return
-            }
+        // even if its owner releases the waiter; the last wait to end cancels the timer.
+        timer.arm(after: delay, on: clock) { generation in
             self.timerDidFire(generation)
         }
     }
 
     private func cancelTimer() {
-        timerTask?.cancel()
-        timerTask = nil
-        timerGeneration += 1
+        timer.cancel()
     }
 }
 

@@ -15,6 +15,13 @@
 ///   loadable is in.
 /// - App became active: reset the backoff; sync at once if the last attempt failed (and retrying is
 ///   allowed) or a refresh is overdue.
+/// - A zero delay (retry or refresh) means "at once, once": the timer is armed with no delay. But
+///   when the loadable finishes a sync that a zero-delay timer started and the policy asks for a
+///   zero delay again (no non-zero delay, outside sync or app activation in between), the delay is
+///   not honoured: the timer is cancelled, as for a `nil` delay, until the next transition or
+///   app activation. A policy that always answers `.zero` cannot make the syncer sync on every
+///   turn of the main actor.
+/// - A negative delay from the policy stops the program with a message naming the policy.
 struct SyncerStateMachine {
     /// What the syncer must do.
     enum Action: Hashable, CustomStringConvertible {
@@ -56,6 +63,11 @@ struct SyncerStateMachine {
     private(set) var purpose: Purpose?
     /// Set when the machine asked for a sync and has not yet been told what the loadable did.
     private var isAwaitingSyncOutcome = false
+    /// Whether the armed timer was armed with a zero delay.
+    private var isArmedWithZeroDelay = false
+    /// Set when a zero-delay timer fired, until the next decision for a finished (or idle) state:
+    /// a zero delay asked for then is not honoured.
+    private var isSyncStartedByZeroDelay = false
 
     init(policy: any TimeoutPolicy, syncPolicy: LoadableSyncer.SyncPolicy) {
         self.policy = policy
@@ -83,8 +95,10 @@ struct SyncerStateMachine {
     /// The armed timer fired.
     mutating func timerFired(now: Duration) -> [Action] {
         guard deadline != nil else { return [] }
+        isSyncStartedByZeroDelay = isArmedWithZeroDelay
         deadline = nil
         purpose = nil
+        isArmedWithZeroDelay = false
         isAwaitingSyncOutcome = true
         return [syncAction]
     }
@@ -118,6 +132,8 @@ struct SyncerStateMachine {
         var actions = cancelTimer()
         actions.append(syncAction)
         isAwaitingSyncOutcome = true
+        // This sync was not started by a zero delay: its outcome may have one.
+        isSyncStartedByZeroDelay = false
         return actions
     }
 
@@ -129,26 +145,49 @@ struct SyncerStateMachine {
     }
 
     private mutating func arm(for state: LoadableState, retryAllowed: Bool, now: Duration) -> [Action] {
+        // A sync is running: the decision waits for its outcome (which keeps a zero-delay mark).
+        if state == .syncing { return cancelTimer() }
+        // The decision after a sync that a zero delay started may not start another one at once.
+        let followsZeroDelaySync = isSyncStartedByZeroDelay
+        isSyncStartedByZeroDelay = false
+        let delay: Duration?
+        let purpose: Purpose
         switch state {
         case .idle, .syncing:
             return cancelTimer()
         case .didFailToSync:
-            guard retryAllowed, let delay = policy.nextTimeout(afterFailure: true) else { return cancelTimer() }
-            return schedule(after: delay, purpose: .retry, now: now)
+            delay = retryAllowed ? nextTimeout(afterFailure: true) : nil
+            purpose = .retry
         case .didSyncSuccessfully:
-            guard let period = policy.nextTimeout(afterFailure: false) else { return cancelTimer() }
-            return schedule(after: period, purpose: .refresh, now: now)
+            delay = nextTimeout(afterFailure: false)
+            purpose = .refresh
         }
+        guard let delay, delay > .zero || !followsZeroDelaySync else { return cancelTimer() }
+        return schedule(after: delay, purpose: purpose, now: now)
+    }
+
+    /// Asks the policy for the next delay; stops the program if it is negative.
+    private mutating func nextTimeout(afterFailure: Bool) -> Duration? {
+        let delay = policy.nextTimeout(afterFailure: afterFailure)
+        if let delay {
+            requireValid(
+                delay >= .zero,
+                "LoadableSyncer: timeoutPolicy \(type(of: policy)) returned a negative delay \(delay); "
+                    + "delays must be >= .zero"
+            )
+        }
+        return delay
     }
 
     private mutating func schedule(after delay: Duration, purpose: Purpose, now: Duration) -> [Action] {
-        let delay = Swift.max(delay, .zero)
         deadline = now + delay
         self.purpose = purpose
+        isArmedWithZeroDelay = delay == .zero
         return [.schedule(after: delay)]
     }
 
     private mutating func cancelTimer() -> [Action] {
+        isArmedWithZeroDelay = false
         guard deadline != nil else { return [] }
         deadline = nil
         purpose = nil

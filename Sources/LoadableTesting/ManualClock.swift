@@ -224,11 +224,12 @@ public final class ManualClock: Clock, CallerIsolatedClock, @unchecked Sendable 
 
     /// Returns once at least `count` sleeps are pending: the code under test is asleep.
     ///
-    /// - Parameter count: How many pending sleeps to wait for; at least 1.
+    /// A `count` of zero or less is met by any clock: the call returns at once, without
+    /// suspending.
+    ///
+    /// - Parameter count: How many pending sleeps to wait for; `0` or less returns at once.
     public func waitForSleepers(count: Int = 1) async {
-        guard count >= 1 else {
-            fatalError("ManualClock.waitForSleepers(count:) needs count >= 1, got \(count)")
-        }
+        guard count >= 1 else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let isSatisfied = state.withLock { state -> Bool in
                 if state.sleepers.count >= count { return true }

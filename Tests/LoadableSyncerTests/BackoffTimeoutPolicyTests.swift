@@ -114,6 +114,51 @@ import Testing
         #expect(["none", "full", "equal"].contains(jitter.description))
     }
 
+    // MARK: - Extreme but valid configuration
+
+    @Test(
+        "A huge multiplier jumps to max after the first retry instead of overflowing",
+        arguments: [1e30, .greatestFiniteMagnitude] as [Double])
+    func hugeMultiplier(multiplier: Double) {
+        var policy = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60), multiplier: multiplier)
+        let delays = (0..<4).map { _ in policy.nextTimeout(afterFailure: true) }
+        #expect(delays == [.seconds(1), .seconds(60), .seconds(60), .seconds(60)])
+        #expect(policy.nextRetryDelay == .seconds(60))
+    }
+
+    @Test(
+        "A tiny min with a huge multiplier jumps to max without overflowing",
+        arguments: [1e30, .greatestFiniteMagnitude] as [Double])
+    func tinyMinHugeMultiplier(multiplier: Double) {
+        let tiny = Duration(secondsComponent: 0, attosecondsComponent: 1)
+        var policy = BackoffTimeoutPolicy(min: tiny, max: .seconds(60), multiplier: multiplier)
+        let delays = (0..<3).map { _ in policy.nextTimeout(afterFailure: true) }
+        #expect(delays == [tiny, .seconds(60), .seconds(60)])
+    }
+
+    @Test("A huge multiplier with the largest max in whole seconds jumps to max without overflowing")
+    func hugeMultiplierHugeMax() {
+        let huge = Duration.seconds(Int64.max)
+        var policy = BackoffTimeoutPolicy(min: .seconds(1), max: huge, multiplier: 1e30)
+        let delays = (0..<3).map { _ in policy.nextTimeout(afterFailure: true) }
+        #expect(delays == [.seconds(1), huge, huge])
+    }
+
+    @Test("Large but ordinary growth still follows min·mⁿ exactly, capped at max")
+    func largeOrdinaryGrowth() {
+        let tiny = Duration(secondsComponent: 0, attosecondsComponent: 1)
+        var fromTiny = BackoffTimeoutPolicy(min: tiny, max: .seconds(1), multiplier: 1e6)
+        #expect(
+            (0..<6).map { _ in fromTiny.nextTimeout(afterFailure: true)! }
+                == backoffSequence(min: tiny, max: .seconds(1), multiplier: 1e6, count: 6)
+        )
+        let huge = Duration.seconds(Int64.max)
+        var doubling = BackoffTimeoutPolicy(min: .seconds(1), max: huge, multiplier: 2)
+        let delays = (0..<70).map { _ in doubling.nextTimeout(afterFailure: true)! }
+        #expect(delays == backoffSequence(min: .seconds(1), max: huge, multiplier: 2, count: 70))
+        #expect(delays.last == huge)
+    }
+
     // MARK: - Invalid configuration
 
     @Test("A zero min stops the program with a message naming min")

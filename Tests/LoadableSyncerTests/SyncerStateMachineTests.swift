@@ -2,6 +2,41 @@ import Testing
 
 @testable import LoadableSyncer
 
+/// A policy that answers from scripts: each retry or refresh delay asked for is the next one of
+/// its script, and the last one repeats (`nil` for an empty script).
+struct ScriptedPolicy: TimeoutPolicy {
+    /// The retry delays still to answer; the last one repeats.
+    var retries: [Duration?]
+    /// The refresh delays still to answer; the last one repeats.
+    var refreshes: [Duration?]
+
+    /// A policy whose retry delay is always `retry` and refresh delay always `refresh`.
+    init(retry: Duration?, refresh: Duration? = nil) {
+        self.init(retries: [retry], refreshes: [refresh])
+    }
+
+    /// A policy that answers with `retries` after failures and `refreshes` after successes.
+    init(retries: [Duration?], refreshes: [Duration?] = [nil]) {
+        self.retries = retries
+        self.refreshes = refreshes
+    }
+
+    /// The next delay of the retry or the refresh script.
+    mutating func nextTimeout(afterFailure: Bool) -> Duration? {
+        afterFailure ? Self.next(&retries) : Self.next(&refreshes)
+    }
+
+    /// Does nothing: the scripts go on.
+    mutating func reset() {}
+
+    /// The first delay of `script`, removed unless it is the last one.
+    private static func next(_ script: inout [Duration?]) -> Duration? {
+        guard let first = script.first else { return nil }
+        if script.count > 1 { script.removeFirst() }
+        return first
+    }
+}
+
 @Suite struct SyncerStateMachineTests {
     typealias Action = SyncerStateMachine.Action
 
@@ -31,6 +66,8 @@ import Testing
         var name: String
         var period: Duration? = nil
         var syncPolicy: LoadableSyncer.SyncPolicy = .sync
+        /// The policy, when not a `BackoffTimeoutPolicy` with `period`, min 1 s and max 8 s.
+        var policy: ScriptedPolicy? = nil
         var steps: [(at: Duration, input: Input, expected: [Action])]
 
         var testDescription: String { name }
@@ -168,10 +205,137 @@ import Testing
 
     @Test("Syncer decisions", arguments: rows)
     func decisions(row: Row) {
-        var machine = SyncerStateMachine(
-            policy: BackoffTimeoutPolicy(period: row.period, min: .seconds(1), max: .seconds(8)),
-            syncPolicy: row.syncPolicy
-        )
+        run(row)
+    }
+
+    /// The rule for zero delays from a custom policy: "at once, once".
+    static let zeroDelayRows: [Row] = [
+        Row(
+            name: "a zero retry syncs at once, once: a zero delay right after the sync it started is not honoured",
+            policy: ScriptedPolicy(retry: .zero),
+            steps: [
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didFailToSync), []),
+                (.zero, .handled(.didFailToSync), []),
+                (s(100), .timer, []),
+            ]
+        ),
+        Row(
+            name: "after a zero retry was not honoured, a sync by someone else gets one zero retry again",
+            policy: ScriptedPolicy(retry: .zero),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didFailToSync), []),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didFailToSync), [.schedule(after: .zero)]),
+                (s(5), .timer, [.sync]),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didFailToSync), []),
+            ]
+        ),
+        Row(
+            name: "a zero refresh period refreshes at once, once",
+            policy: ScriptedPolicy(retry: nil, refresh: .zero),
+            steps: [
+                (.zero, .state(.didSyncSuccessfully), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didSyncSuccessfully), []),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didSyncSuccessfully), [.schedule(after: .zero)]),
+            ]
+        ),
+        Row(
+            name: "a zero retry, then a zero refresh right after its sync: the refresh is not honoured",
+            policy: ScriptedPolicy(retry: .zero, refresh: .zero),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didSyncSuccessfully), []),
+            ]
+        ),
+        Row(
+            name: "after a zero retry was not honoured, a transition to success is honoured",
+            policy: ScriptedPolicy(retry: .zero, refresh: .zero),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didFailToSync), []),
+                (s(5), .state(.didSyncSuccessfully), [.schedule(after: .zero)]),
+            ]
+        ),
+        Row(
+            name: "a non-zero delay in between makes a zero delay good again",
+            policy: ScriptedPolicy(retries: [.zero, s(5), .zero]),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didFailToSync), [.schedule(after: s(5))]),
+                (s(5), .timer, [.sync]),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didFailToSync), [.schedule(after: .zero)]),
+                (s(5), .timer, [.sync]),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didFailToSync), []),
+            ]
+        ),
+        Row(
+            name:
+                "after a zero retry was not honoured, app activation syncs at once and its failure gets one zero retry",
+            policy: ScriptedPolicy(retry: .zero),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .state(.didFailToSync), []),
+                (s(5), .active(), [.sync]),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didFailToSync), [.schedule(after: .zero)]),
+                (s(5), .timer, [.sync]),
+                (s(5), .state(.syncing), []),
+                (s(5), .state(.didFailToSync), []),
+            ]
+        ),
+        Row(
+            name: "with syncIfNeeded a zero retry that syncs nothing is not armed again at once",
+            syncPolicy: .syncIfNeeded,
+            policy: ScriptedPolicy(retry: .zero),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.syncIfNeeded]),
+                (.zero, .handled(.didFailToSync), []),
+            ]
+        ),
+        Row(
+            name: "a zero retry whose sync the loadable reports late (still syncing when handled) is not honoured",
+            policy: ScriptedPolicy(retry: .zero),
+            steps: [
+                (.zero, .state(.didFailToSync), [.schedule(after: .zero)]),
+                (.zero, .timer, [.sync]),
+                (.zero, .handled(.syncing), []),
+                (s(3), .state(.didFailToSync), []),
+            ]
+        ),
+    ]
+
+    @Test("Syncer decisions for zero delays: at once, once", arguments: zeroDelayRows)
+    func zeroDelayDecisions(row: Row) {
+        run(row)
+    }
+
+    /// Feeds the row's inputs to a machine and checks the actions of each step.
+    func run(_ row: Row) {
+        let policy: any TimeoutPolicy =
+            row.policy ?? BackoffTimeoutPolicy(period: row.period, min: .seconds(1), max: .seconds(8))
+        var machine = SyncerStateMachine(policy: policy, syncPolicy: row.syncPolicy)
         for (index, step) in row.steps.enumerated() {
             let actions: [Action]
             switch step.input {
@@ -201,5 +365,20 @@ import Testing
         #expect(machine.nextSyncIn(now: .seconds(100)) == .zero)
         _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .seconds(100))
         #expect(machine.nextSyncIn(now: .seconds(100)) == nil)
+    }
+
+    @Test("A zero delay that is not honoured schedules nothing: nextSyncIn is nil, as for a nil delay")
+    func refusedZeroDelayLeavesNothingScheduled() {
+        var machine = SyncerStateMachine(policy: ScriptedPolicy(retry: .zero), syncPolicy: .sync)
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: true, now: .zero)
+        #expect(machine.nextSyncIn(now: .zero) == .zero)
+        let fired = machine.timerFired(now: .zero)
+        #expect(fired == [.sync])
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .zero)
+        let failed = machine.stateChanged(to: .didFailToSync, retryAllowed: true, now: .zero)
+        #expect(failed == [])
+        #expect(machine.nextSyncIn(now: .zero) == nil)
+        #expect(machine.deadline == nil)
+        #expect(machine.purpose == nil)
     }
 }

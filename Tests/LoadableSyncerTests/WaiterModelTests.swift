@@ -4,11 +4,11 @@ import LoadableTesting
 import Testing
 
 /// Model-based randomized tests: random operation sequences run against a `LoadableWaiter` (or a
-/// `LoadableSyncer`) on a `ManualClock` and against reference models written from DESIGN.md and
-/// the types' documentation. After every step, every wait's outcome and end time, the target's
-/// state and sync counts, the pending waits, the observers and the clock's whole schedule of sleeps
-/// must match; rules that need no model (a wait ends once, never times out early, ...) are checked
-/// on their own too.
+/// `LoadableSyncer`) on a `ManualClock` and against reference models written from
+/// `Docs/Syncing.md` and the types' documentation. After every step, every wait's outcome and end
+/// time, the target's state and sync counts, the pending waits, the observers and the clock's
+/// whole schedule of sleeps must match; rules that need no model (a wait ends once, never times
+/// out early, ...) are checked on their own too.
 ///
 /// Time moves through tasks, so the harness waits (without sleeping) after each step until the
 /// clock holds as many sleepers as the model expects and every wait the model ended reported back.
@@ -57,11 +57,11 @@ struct WaiterModelTests {
 
     // MARK: - The syncer
 
-    /// A `LoadableSyncer` with a `BackoffTimeoutPolicy` without jitter, as DESIGN.md describes it:
-    /// it acts on transitions only; to failed it schedules a retry after the next backoff delay
-    /// (`min, min·√2, …` capped at `max`) if the error may be retried; to succeeded it schedules a
-    /// refresh after `period` (none without one) and the backoff starts over; to idle or syncing it
-    /// cancels its timer.
+    /// A `LoadableSyncer` with a `BackoffTimeoutPolicy` without jitter, as `Docs/Syncing.md`
+    /// describes it: it acts on transitions only; to failed it schedules a retry after the next
+    /// backoff delay (`min, min·√2, …` capped at `max`) if the error may be retried; to succeeded
+    /// it schedules a refresh after `period` (none without one) and the backoff starts over; to
+    /// idle or syncing it cancels its timer.
     struct SyncerModel {
         enum Purpose { case retry, refresh }
 

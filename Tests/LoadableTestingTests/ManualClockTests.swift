@@ -127,14 +127,11 @@ struct ManualClockTests {
         }
     }
 
-    @Test("waiting for fewer than one sleeper stops with a message naming count")
-    func waitForNoSleepers() async {
-        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            await ManualClock().waitForSleepers(count: 0)
-        }
-        .map { result in
-            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
-            #expect(text.contains("waitForSleepers(count:) needs count >= 1"))
-        }
+    @Test("waiting for zero or fewer sleepers returns at once", arguments: [0, -1, Int.min])
+    func waitForNoSleepers(count: Int) async {
+        let clock = ManualClock()
+        await clock.waitForSleepers(count: count)
+        #expect(clock.pendingSleepCount == 0)
+        #expect(clock.requestedSleeps.isEmpty)
     }
 }

@@ -1,11 +1,17 @@
 /// An `any Clock<Duration>` seen as "time elapsed since this value was made", so that the state
 /// machines can do arithmetic on plain `Duration`s whatever the clock's `Instant` type is.
-struct ElapsedClock: Sendable {
+///
+/// Package-internal: the timers of the package (``ClockTimer`` and its owners) read and sleep on
+/// their injected clock through it.
+package struct ElapsedClock: Sendable {
     /// The clock this reads; handed on to helpers that need a clock of their own.
-    let base: any Clock<Duration>
+    package let base: any Clock<Duration>
     private let readElapsed: @Sendable () -> Duration
 
-    init(_ clock: any Clock<Duration>) {
+    /// Wraps `clock`; ``elapsed`` counts from now.
+    ///
+    /// - Parameter clock: The clock to read and sleep on.
+    package init(_ clock: any Clock<Duration>) {
         base = clock
         readElapsed = Self.elapsedReader(clock)
     }
@@ -16,15 +22,16 @@ struct ElapsedClock: Sendable {
     }
 
     /// The time since this value was made.
-    var elapsed: Duration { readElapsed() }
+    package var elapsed: Duration { readElapsed() }
 
     /// Sleeps on the clock for `duration`.
     ///
     /// A clock that can resume on the caller's actor (`ManualClock`) does so; any other clock
     /// sleeps on the global executor, as `Clock.sleep` always does.
     ///
+    /// - Parameter duration: How long to sleep.
     /// - Throws: `CancellationError` if the task is cancelled.
-    nonisolated(nonsending) func sleep(for duration: Duration) async throws {
+    package nonisolated(nonsending) func sleep(for duration: Duration) async throws {
         if let clock = base as? any CallerIsolatedClock {
             try await clock.sleepOnCallersActor(for: duration)
         } else {
