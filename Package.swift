@@ -28,7 +28,12 @@ let package = Package(
             swiftSettings: upcomingFeatures
         ),
         // Helpers shared by the test targets; not a product.
-        .target(name: "LoadableTestSupport", path: "Tests/LoadableTestSupport", swiftSettings: upcomingFeatures),
+        .target(
+            name: "LoadableTestSupport",
+            dependencies: ["Loadable"],
+            path: "Tests/LoadableTestSupport",
+            swiftSettings: upcomingFeatures
+        ),
         .testTarget(
             name: "LoadableTests",
             dependencies: ["Loadable", "LoadableTesting", "LoadableTestSupport"],
@@ -42,6 +47,12 @@ let package = Package(
         .testTarget(
             name: "LoadableSyncerTests",
             dependencies: ["LoadableSyncer", "LoadableTesting", "LoadableTestSupport"],
+            swiftSettings: upcomingFeatures
+        ),
+        // What every loadable type shares (one core): observer rules, Observation, async helpers.
+        .testTarget(
+            name: "LoadableCoreTests",
+            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

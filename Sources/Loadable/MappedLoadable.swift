@@ -32,7 +32,8 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
         self.transform = transform
         refresh()
         // Weakly: the mapped loadable may be released on another thread while the source notifies.
-        sourceObservation = source.addObserver { [weak self] _ in
+        // Immediate: the contents are up to date at every change of the source.
+        sourceObservation = source.addFollowerObserver { [weak self] _ in
             guard let self else { return }
             self.core.willChange()
             self.refresh()

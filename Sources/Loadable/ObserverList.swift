@@ -8,6 +8,12 @@
 /// during a round and not yet called are skipped; a notification asked for during a round is
 /// queued as one more round after the current one.
 ///
+/// Two kinds of observers share the list, told apart by their identifier: *round* observers
+/// (even identifiers; what `addObserver` registers) are called in notification rounds; *immediate*
+/// observers (odd identifiers; the bookkeeping of groups, proxies and mapped loadables that follow
+/// this loadable) are called at every change, even while a round is running and the next one is
+/// queued, so that what follows a loadable never shows a stale state.
+///
 /// No method releases a handler: ``remove(_:)`` hands the removed handler back, so that the
 /// caller drops it after its access to the list ended. Dropping a handler may run any code (the
 /// `deinit` of what it captured), which could reach the list again; keeping that outside every
@@ -25,22 +31,35 @@ package struct ObserverList {
     // which then costs no array allocation. `first` is `nil` only when `rest` is empty.
     private var first: Entry?
     private var rest: ContiguousArray<Entry> = []
-    /// The number of observers currently registered.
+    /// The number of observers currently registered, of both kinds.
     package private(set) var count = 0
-    // The flags come last so that the core can pack its own one-byte fields right after them.
+    // The small fields come last so that the core can pack its own one-byte fields right after.
     private var isNotifying = false
     private var hasQueuedRound = false
     private var hasRemovedEntries = false
+    /// How many calls of immediate observers are running, one inside the other.
+    private var immediateDepth: UInt8 = 0
+    /// The number of immediate observers registered.
+    private var immediateCount: UInt32 = 0
 
     package init() {}
 
     /// Whether no observer is registered.
     package var isEmpty: Bool { count == 0 }
 
-    /// Whether a round is running.
-    package var isInRound: Bool { isNotifying }
+    /// Whether at least one immediate observer is registered.
+    package var hasImmediateObservers: Bool { immediateCount > 0 }
 
-    /// Registers `handler` under `id`, which must be greater than every identifier added before.
+    /// Whether `id` is an immediate observer's identifier.
+    @inline(__always)
+    package static func isImmediate(_ id: Int) -> Bool { id & 1 == 1 }
+
+    /// Whether entries are being visited (a round, or calls of immediate observers), so that a
+    /// removal must leave the entry in place (its handler gone) until the visit ends.
+    private var isVisiting: Bool { isNotifying || immediateDepth > 0 }
+
+    /// Registers `handler` under `id`, which must be greater than every identifier added before;
+    /// an odd `id` registers an immediate observer.
     package mutating func add(_ handler: @escaping Handler, id: Int) {
         if first == nil {
             first = Entry(id: id, handler: handler)
@@ -48,6 +67,7 @@ package struct ObserverList {
             rest.append(Entry(id: id, handler: handler))
         }
         count += 1
+        if Self.isImmediate(id) { immediateCount += 1 }
     }
 
     /// Unregisters the observer `id` and returns its handler, for the caller to drop once its
@@ -56,7 +76,8 @@ package struct ObserverList {
         if first?.id == id {
             guard let handler = first?.handler.take() else { return nil }
             count -= 1
-            if isNotifying {
+            if Self.isImmediate(id) { immediateCount -= 1 }
+            if isVisiting {
                 hasRemovedEntries = true
             } else {
                 // The entry's handler was taken: overwriting it releases nothing.
@@ -75,7 +96,8 @@ package struct ObserverList {
             return nil
         }
         count -= 1
-        if isNotifying {
+        if Self.isImmediate(id) { immediateCount -= 1 }
+        if isVisiting {
             hasRemovedEntries = true
         } else {
             rest.remove(at: low)
@@ -120,8 +142,21 @@ package struct ObserverList {
             return true
         }
         isNotifying = false
-        if hasRemovedEntries { removeCancelledEntries() }
+        if hasRemovedEntries, immediateDepth == 0 { removeCancelledEntries() }
         return false
+    }
+
+    /// Starts calling the immediate observers: removals leave their entries in place meanwhile.
+    /// Returns the number of entries to visit.
+    package mutating func beginImmediateCalls() -> Int {
+        immediateDepth += 1
+        return roundEnd
+    }
+
+    /// Ends calling the immediate observers.
+    package mutating func endImmediateCalls() {
+        immediateDepth -= 1
+        if hasRemovedEntries, !isVisiting { removeCancelledEntries() }
     }
 
     /// Drops the entries removed during the round that just ended.

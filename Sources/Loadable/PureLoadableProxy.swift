@@ -48,7 +48,9 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     private func subscribe(to target: Target) {
         targetWillBeObserved(target)
         // Weakly: the proxy may be released on another thread while the target notifies.
-        targetObservation = target.addObserver { [weak self] _ in
+        // Immediate: the proxy (and what `proxyDidChange()` derives) is up to date at every change
+        // of the target.
+        targetObservation = target.addFollowerObserver { [weak self] _ in
             self?.forwardChange()
         }
     }

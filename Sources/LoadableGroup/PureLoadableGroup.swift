@@ -20,7 +20,10 @@ public import Observation
 /// may have changed); never otherwise. ``groupDidChange()`` runs just before observers are told.
 ///
 /// Isolated to the main actor; observers are called on the main actor, synchronously, inside
-/// the member notification that caused the change.
+/// the member change that caused it. The group follows each member at every change, before the
+/// member's own observers are called and even while the member is notifying, so its state is
+/// never stale; its own notifications follow the observer rules of every loadable (a change made
+/// during one of its rounds queues one more round).
 ///
 /// ```swift
 /// let header = PureLoadableGroup([profileFeed, badgeFeed], policy: .never)
@@ -77,9 +80,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
     private struct MemberEntry {
         var state: LoadableState
         var isContentsAvailable: Bool
-        /// The member again, if it can be read without telling Observation (found once, when
-        /// subscribing, rather than by a dynamic cast on every notification).
-        var untracked: (any UntrackedReadable)?
+        /// The member again, if it is one of the package's loadables: it can be read without
+        /// telling Observation (found once, when subscribing, rather than by a dynamic cast on
+        /// every notification).
+        var untracked: (any LoadableCoreOwner)?
         var observation: LoadableObservation?
     }
 
@@ -247,15 +251,18 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         defer { isSubscribing = false }
         for (index, member) in members.enumerated() {
             if let group = member as? PureLoadableGroup { groups.append(group) }
-            let untracked = member as? any UntrackedReadable
+            let untracked = member as? any LoadableCoreOwner
             let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: member)
             entries.append(
                 MemberEntry(state: state, isContentsAvailable: isContentsAvailable, untracked: untracked))
             tally.add(state, isContentsAvailable: isContentsAvailable)
             if let member = member as? any SyncableLoadable { syncable.append(member) }
-            let observation = member.addObserver { _ in
+            // Immediate: the group is up to date at every change of the member, even one made
+            // while the member's observers are being notified.
+            let handler: ObserverList.Handler = { _ in
                 reference.group?.memberDidNotify(at: index, generation: generation)
             }
+            let observation = untracked?.registerImmediateObserver(handler) ?? member.addObserver(handler)
             // A member may notify while being subscribed to, and that may reassign `members`.
             guard self.generation == generation else {
                 observation.cancel()
@@ -313,6 +320,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         }
     }
 
+    /// The number of groups the loop check has looked at since the process started: for tests
+    /// that check its cost.
+    package private(set) static var loopSearchSteps = 0
+
     /// Whether `target` is `start` or nested in it, at any depth.
     private static func canReach(_ target: PureLoadableGroup, from start: PureLoadableGroup) -> Bool {
         if target === start { return true }
@@ -321,12 +332,14 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         var seenDown: Set<ObjectIdentifier> = [ObjectIdentifier(start)]
         var seenUp: Set<ObjectIdentifier> = [ObjectIdentifier(target)]
         while let lower = down.popLast() {
+            loopSearchSteps += 1
             for child in lower.nestedGroups {
                 let key = ObjectIdentifier(child)
                 if seenUp.contains(key) { return true }
                 if seenDown.insert(key).inserted { down.append(child) }
             }
             guard let upper = up.popLast() else { return false }
+            loopSearchSteps += 1
             for (_, parent) in upper.parents {
                 guard let group = parent.reference.group else { continue }
                 let key = ObjectIdentifier(group)

@@ -202,6 +202,15 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
 }
 
 extension TestLoadable: LoadableCoreOwner {
+    /// Counted in ``addObserverCount`` like any observer (a group's, a proxy's).
+    package func registerImmediateObserver(
+        _ handler: @escaping @MainActor (any PureLoadable) -> Void
+    ) -> LoadableObservation {
+        addObserverCount += 1
+        let (id, _) = core.addObserver(handler, isImmediate: true)
+        return LoadableObservation(owner: self, id: id)
+    }
+
     package func unregisterObserver(_ id: Int) {
         if core.removeObserver(id) { removeObserverCount += 1 }
     }

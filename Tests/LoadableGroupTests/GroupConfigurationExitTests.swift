@@ -39,6 +39,45 @@ struct GroupConfigurationExitTests {
             #expect(text.contains("LoadableGroup.\(Self.message)"))
         }
     }
+
+    @Test("A loop closed at the bottom of a deep chain built top-down")
+    func deepLoopTopDown() async {
+        // The search runs from both ends and stops when either side runs out: here the lower
+        // group's nested groups run out at once, so the loop is found going up.
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await MainActor.run {
+                var chain: [LoadableGroup] = [LoadableGroup([])]
+                for _ in 0..<50 {
+                    let child = LoadableGroup([])
+                    chain.last!.members = [child]
+                    chain.append(child)
+                }
+                chain[50].members = [chain[0]]
+            }
+        }
+        .map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("LoadableGroup.\(Self.message)"))
+        }
+    }
+
+    @Test("A loop closed at the top of a deep chain built bottom-up")
+    func deepLoopBottomUp() async {
+        // Here the upper group's enclosing groups run out at once, so the loop is found going
+        // down.
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await MainActor.run {
+                let bottom = LoadableGroup([])
+                var top = bottom
+                for _ in 0..<50 { top = LoadableGroup([top]) }
+                bottom.members = [top]
+            }
+        }
+        .map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("LoadableGroup.\(Self.message)"))
+        }
+    }
 }
 
 @MainActor

@@ -4,8 +4,9 @@ import LoadableTesting
 import Testing
 
 /// Model-based randomized tests: random operation sequences run against a `LoadableGroup` of
-/// `TestLoadable<Int>` members and against a reference model written from DESIGN.md ("Groups",
-/// "Concurrency model") and the doc comments of `PureLoadableGroup` and `LoadableGroupError`.
+/// `TestLoadable<Int>` members and against a reference model written from `Docs/Groups.md`
+/// ("Policies", "When a group notifies", "Errors"), the observer rules of `Docs/Concepts.md` and
+/// the doc comments of `PureLoadableGroup` and `LoadableGroupError`.
 ///
 /// The model computes the group's state and availability from the policy table by rescanning
 /// every member (the opposite of the real counts), follows the notification rule (notify when
@@ -183,7 +184,11 @@ struct GroupModelTests {
             var isPure: Bool
             var syncCount = 0
             var syncIfNeededCount = 0
+            /// How many calls of the group's observations of this member are running, nested.
+            var visiting = 0
+            /// For a member of the app's own type (a pure wrapper): a round is running.
             var isNotifying = false
+            /// For a member of the app's own type: one more round was asked for.
             var hasQueuedRound = false
             /// The group's observations of this member, in the order they were added.
             var subscriptions: [Subscription] = []
@@ -282,7 +287,24 @@ struct GroupModelTests {
             notifyMember(member)
         }
 
+        /// A group follows the package's loadables at every change (it observes them as an
+        /// immediate observer): no rounds, so a change made while the member's observations run is
+        /// seen at once, in a nested call. Observations added meanwhile are not called for this
+        /// change. A loadable of the app's own type (the pure wrapper) is observed through its
+        /// `addObserver`, in rounds: a change made during a round is seen in one more round.
         func notifyMember(_ member: Int) {
+            guard !pool[member].isPure else { return notifyInRounds(member) }
+            pool[member].visiting += 1
+            let end = pool[member].subscriptions.count
+            for index in 0..<end where pool[member].subscriptions[index].isActive {
+                let subscription = pool[member].subscriptions[index]
+                memberDidNotify(at: subscription.index, generation: subscription.generation)
+            }
+            pool[member].visiting -= 1
+            if pool[member].visiting == 0 { pool[member].subscriptions.removeAll { !$0.isActive } }
+        }
+
+        func notifyInRounds(_ member: Int) {
             if pool[member].isNotifying {
                 pool[member].hasQueuedRound = true
                 return
@@ -308,7 +330,9 @@ struct GroupModelTests {
                 for index in pool[member].subscriptions.indices {
                     pool[member].subscriptions[index].isActive = false
                 }
-                if !pool[member].isNotifying { pool[member].subscriptions.removeAll { !$0.isActive } }
+                if pool[member].visiting == 0, !pool[member].isNotifying {
+                    pool[member].subscriptions.removeAll { !$0.isActive }
+                }
             }
             heard = members.map { (pool[$0].state, pool[$0].isContentsAvailable) }
             for (index, member) in members.enumerated() {
