@@ -27,8 +27,8 @@ final class Timeline {
         _ loadable: Watched, as name: String, userSees: @escaping @MainActor (Watched) -> String
     ) {
         observations.append(
-            loadable.observe { [unowned self] loadable in
-                log(name, "\(loadable.loadableState)", userSees(loadable))
+            loadable.observe { [weak self] loadable in
+                self?.log(name, "\(loadable.loadableState)", userSees(loadable))
             })
     }
 

@@ -102,8 +102,8 @@ final class Tour {
     }
 
     private func watchEverything() {
-        timeline.watch(token, as: "access-token") { [unowned self] token in
-            describe(token: token)
+        timeline.watch(token, as: "access-token") { [weak self] token in
+            self?.describe(token: token) ?? ""
         }
         for (name, feed) in feeds {
             timeline.watch(feed, as: "feed \(name)") { feed in
@@ -116,7 +116,8 @@ final class Tour {
         for (name, loadable) in named {
             previous[ObjectIdentifier(loadable)] = loadable.loadableState
             observations.append(
-                loadable.addObserver { [unowned self] loadable in
+                loadable.addObserver { [weak self] loadable in
+                    guard let self else { return }
                     let id = ObjectIdentifier(loadable)
                     let before = previous[id]
                     let now = loadable.loadableState

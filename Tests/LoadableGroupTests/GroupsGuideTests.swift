@@ -23,7 +23,7 @@ struct GroupsGuideDocumentTests {
             let body = part.split(separator: "\n", maxSplits: 1).last ?? ""
             return body.components(separatedBy: "// MARK: - ").first!.trimmingCharacters(in: .newlines)
         }
-        #expect(snippets.count == 5)
+        #expect(snippets.count == 6)
         #expect(source.contains(end))
         for snippet in snippets {
             #expect(guide.contains(snippet), "Docs/Groups.md lacks:\n\(snippet)")
@@ -65,7 +65,7 @@ final class SettingsScreenModel {
         self.profile = profile
         self.settings = settings
         group = LoadableGroup([profile, settings])  // .strict: all or nothing
-        observation = group.observe { [unowned self] _ in self.update() }
+        observation = group.observe { [weak self] _ in self?.update() }
         update()
     }
 
@@ -156,6 +156,26 @@ struct Account: Equatable {
         profile.contents = Profile(name: "Ada Lovelace")
         profile.notifyDidChange()  // contents changed in place: recomputed
         #expect(account.contents?.profile.name == "Ada Lovelace")
+    }
+}
+
+// MARK: - Guide: combined await
+
+struct OfflineError: Error {}
+
+@Suite @MainActor struct CombinedAwaitExamples {
+    @Test("syncedContents loads every member and returns the combined value")
+    func dashboard() async throws {
+        let profile = AsyncLoadable { Profile(name: "Ada") }
+        let settings = AsyncLoadable { Settings(darkMode: true) }
+        let dashboard = LoadableGroup.combine(profile, settings) { Account(profile: $0, settings: $1) }
+
+        let account = try await dashboard.syncedContents()
+        #expect(account == Account(profile: Profile(name: "Ada"), settings: Settings(darkMode: true)))
+
+        let failing = AsyncLoadable<Settings> { throw OfflineError() }
+        let broken = LoadableGroup.combine(profile, failing) { Account(profile: $0, settings: $1) }
+        await #expect(throws: LoadableGroupError.self) { try await broken.syncedContents() }
     }
 }
 

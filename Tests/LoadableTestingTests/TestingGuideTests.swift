@@ -11,8 +11,8 @@ final class GreetingViewModel {
 
     init(name: TestLoadable<String>) {
         self.name = name
-        token = name.observe { [unowned self] name in
-            text = name.contents.map { "Hello, \($0)" } ?? (name.loadableState == .syncing ? "…" : "")
+        token = name.observe { [weak self] name in
+            self?.text = name.contents.map { "Hello, \($0)" } ?? (name.loadableState == .syncing ? "…" : "")
         }
         name.syncIfNeeded()
     }

@@ -1,7 +1,8 @@
 import Loadable
 import Testing
 
-// The design's `PhotosLoadable` example, exactly as DESIGN.md gives it: it must compile unchanged.
+// The `PhotosLoadable` example of `Loadable`'s documentation comment, exactly as it is given there:
+// it must compile unchanged.
 struct Photo: Sendable { var url: String }
 protocol PhotosClient: Sendable { func photos() async throws -> [Photo] }
 

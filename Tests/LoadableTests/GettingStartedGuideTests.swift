@@ -1,4 +1,7 @@
+import Foundation
 import Loadable
+import LoadableTesting
+import Observation
 import Testing
 
 // The samples of Docs/GettingStarted.md, so CI proves they compile and work.
@@ -35,6 +38,34 @@ final class Screen {
     func showError(_ error: any Error, over cached: Profile?) { shown.append("error") }
     func render(_ snapshot: LoadableSnapshot<Profile>) { shown.append("snapshot \(snapshot.state)") }
 }
+
+// MARK: - Guide: observation tracking
+
+/// Prints the state of a loadable now and after every change, and keeps what it printed.
+@MainActor
+final class StatePrinter {
+    private let loadable: any PureLoadable
+    private(set) var printed: [LoadableState] = []
+
+    init(_ loadable: any PureLoadable) {
+        self.loadable = loadable
+        track()
+    }
+
+    private func track() {
+        let state = withObservationTracking {
+            loadable.loadableState
+        } onChange: { [weak self] in
+            // Before the change, maybe off the main actor: read the new state after it, and track
+            // again, on the main actor.
+            Task { @MainActor in self?.track() }
+        }
+        printed.append(state)
+        print("state: \(state)")
+    }
+}
+
+// MARK: - End of guide sample
 
 @Suite("Getting started guide")
 @MainActor
@@ -90,6 +121,83 @@ struct GettingStartedGuideTests {
         }
 
         try await run()
+    }
+
+    @Test("Docs/GettingStarted.md shows the StatePrinter of this file verbatim")
+    func observationTrackingSampleMatchesGuide() throws {
+        let thisFile = URL(fileURLWithPath: #filePath)
+        let source = try String(contentsOf: thisFile, encoding: .utf8)
+        let guideURL = thisFile.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Docs/GettingStarted.md")
+        let guide = try String(contentsOf: guideURL, encoding: .utf8)
+
+        let start = try #require(source.range(of: "// MARK: - " + "Guide: observation tracking\n"))
+        let end = try #require(source.range(of: "// MARK: - " + "End of guide sample"))
+        let sample = source[start.upperBound..<end.lowerBound].trimmingCharacters(in: .newlines)
+        #expect(guide.contains(sample))
+    }
+
+    @Test("the withObservationTracking sample prints every state, re-armed on the main actor")
+    func observationTrackingSample() async {
+        let api = FixedProfileAPI()
+        let profile = AsyncLoadable { try await api.profile() }
+        let printer = StatePrinter(profile)  // prints "state: idle"
+        profile.sync()  // then prints "state: syncing", and "state: did-sync-successfully" once loaded
+
+        #expect(printer.printed == [.idle])  // onChange only queued the re-arming task
+        await yieldUntil { printer.printed.count == 3 }
+        #expect(printer.printed == [.idle, .syncing, .didSyncSuccessfully])
+    }
+
+    @Test("changes made in one main-actor turn are printed once, with the newest state")
+    func observationTrackingCoalesces() async {
+        let feed = PushLoadable<[String]>()
+        let printer = StatePrinter(feed)
+        feed.setSyncing()
+        feed.setDidSyncSuccessfully(["news"])
+        feed.setDidFailToSync(nil)
+        await yieldUntil { printer.printed.count == 2 }
+        #expect(printer.printed == [.idle, .didFailToSync])
+
+        // Tracking goes on after a coalesced change, and a notification without a new state is
+        // a change too.
+        feed.notifyDidChange()
+        await yieldUntil { printer.printed.count == 3 }
+        #expect(printer.printed == [.idle, .didFailToSync, .didFailToSync])
+    }
+
+    @Test("proxies, map and TestLoadable are tracked the same way")
+    func observationTrackingOtherTypes() async {
+        let source = PushLoadable<Profile>()
+        let names = source.map(\.name)
+        let proxy = PureLoadableProxy(target: source)
+        let test = TestLoadable<Int>()
+        let printers = [StatePrinter(names), StatePrinter(proxy), StatePrinter(test)]
+
+        source.setSyncing()
+        test.sync()
+        await yieldUntil { printers.allSatisfy { $0.printed.count == 2 } }
+        #expect(printers.map(\.printed) == Array(repeating: [.idle, .syncing], count: 3))
+
+        source.setDidSyncSuccessfully(Profile(name: "Ada"))
+        test.setDidSyncSuccessfully(1)
+        await yieldUntil { printers.allSatisfy { $0.printed.count == 3 } }
+        #expect(printers.map { $0.printed.last } == Array(repeating: .didSyncSuccessfully, count: 3))
+    }
+
+    @Test("a released StatePrinter stops tracking")
+    func observationTrackingEndsWithThePrinter() async {
+        let feed = PushLoadable<Int>()
+        weak var released: StatePrinter?
+        do {
+            let printer = StatePrinter(feed)
+            released = printer
+            #expect(printer.printed == [.idle])
+        }
+        #expect(released == nil)
+        feed.setSyncing()  // calls onChange, whose task finds no printer
+        for _ in 0..<100 { await Task.yield() }
+        #expect(released == nil)
     }
 }
 

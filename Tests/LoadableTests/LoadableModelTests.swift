@@ -4,8 +4,8 @@ import LoadableTesting
 import Testing
 
 /// Model-based randomized tests: random operation sequences run against a `Loadable` and against a
-/// reference model written from DESIGN.md; every state, every error, and every notification each
-/// observer sees must match.
+/// reference model written from `Docs/Concepts.md` ("The state machine", "The observer rules");
+/// every state, every error, and every notification each observer sees must match.
 @Suite("Loadable against a reference model")
 @MainActor
 struct LoadableModelTests {

@@ -1,7 +1,8 @@
 import Loadable
 import Testing
 
-/// The observer rules of DESIGN.md's "Concurrency model", one test each.
+/// The observer rules of `Docs/Concepts.md` ("The observer rules", with what releasing a token
+/// does), one test each.
 @Suite("Observer rules")
 @MainActor
 struct ObserverRulesTests {
