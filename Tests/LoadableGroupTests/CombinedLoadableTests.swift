@@ -1,4 +1,5 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -14,7 +15,7 @@ struct CombinedLoadableTests {
             transformCount += 1
             return "\(name) (\(age))"
         }
-        let recorder = NotificationRecorder(person)
+        let recorder = Recorder(person)
         #expect(person.contents == nil && !person.isContentsAvailable)
         #expect(person.loadableState == .idle)
         person.syncIfNeeded()
@@ -46,7 +47,7 @@ struct CombinedLoadableTests {
         sum.sync()
         #expect(sum.loadableState == .syncing)
         #expect(sum.contents == 3)
-        let recorder = NotificationRecorder(sum)
+        let recorder = Recorder(sum)
         a.contents = 10
         a.notifyDidChange()  // the group stays syncing, but the contents changed
         #expect(sum.contents == 12)

@@ -1,8 +1,9 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
-/// The composites of `LoadableGroup` own what the design says they own, release it with
+/// The composites of `LoadableGroup` own what their documentation says they own, release it with
 /// themselves, and leave nothing alive or observed after the last reference and token go away.
 @Suite("Leaks in groups, combinations and chains")
 @MainActor
@@ -131,7 +132,7 @@ struct GroupLeakTests {
         #expect(survivor.removeObserverCount == 1)
         #expect(replacement.hasObservers)
         // The former member no longer affects the group.
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         survivor.setDidFailToSync(TestError("old"))
         #expect(group.loadableState == .idle)
         #expect(recorder.count == 0)

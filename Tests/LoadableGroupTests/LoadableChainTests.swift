@@ -1,4 +1,5 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -111,7 +112,7 @@ struct LoadableChainTests {
     @Test("An empty chain succeeds as soon as it syncs", arguments: [false, true])
     func emptyChain(ifNeeded: Bool) {
         let chain = LoadableChain([])
-        let recorder = NotificationRecorder(chain)
+        let recorder = Recorder(chain)
         if ifNeeded { chain.syncIfNeeded() } else { chain.sync() }
         #expect(chain.loadableState == .didSyncSuccessfully)
         #expect(chain.isContentsAvailable)
@@ -123,7 +124,7 @@ struct LoadableChainTests {
     func synchronousItems() {
         let items = (0..<3).map { ImmediateLoadable(.success($0)) }
         let chain = LoadableChain(items.map { LoadableChain.Item($0) })
-        let recorder = NotificationRecorder(chain)
+        let recorder = Recorder(chain)
         chain.sync()
         #expect(chain.loadableState == .didSyncSuccessfully)
         #expect(items.allSatisfy { $0.loadableState == .didSyncSuccessfully })
@@ -178,7 +179,7 @@ struct LoadableChainTests {
     func itemAlreadySyncing() {
         let a = TestLoadable<Int>()
         a.sync()
-        let recorder = NotificationRecorder(a)
+        let recorder = Recorder(a)
         let chain = LoadableChain([.init(a)])
         chain.sync()
         #expect(a.syncIfNeededCount == 1)
@@ -327,7 +328,7 @@ struct LoadableChainTests {
         let a = TestLoadable<Int>()
         let b = TestLoadable<Int>()
         let chain = LoadableChain([.init(a), .init(b)])
-        let recorder = NotificationRecorder(chain)
+        let recorder = Recorder(chain)
         chain.sync()
         a.setDidSyncSuccessfully(1)
         b.setDidFailToSync(nil)

@@ -1,4 +1,5 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 

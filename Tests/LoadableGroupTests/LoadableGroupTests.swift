@@ -1,4 +1,5 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -213,7 +214,7 @@ struct LoadableGroupTests {
     @Test("An empty group is idle with no contents and never notifies", arguments: PureLoadableGroup.Policy.allCases)
     func emptyGroup(policy: PureLoadableGroup.Policy) {
         let group = LoadableGroup([], policy: policy)
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         #expect(group.loadableState == .idle)
         #expect(!group.isContentsAvailable)
         #expect(group.error == nil)
@@ -232,7 +233,7 @@ struct LoadableGroupTests {
         let a = TestLoadable<Int>()
         let b = TestLoadable<Int>()
         let group = LoadableGroup([a, b])
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
 
         a.setSyncing()  // idle → syncing
         #expect(recorder.states == [.syncing])
@@ -263,7 +264,7 @@ struct LoadableGroupTests {
         let group = PureLoadableGroup([a, b])
         a.setSyncing()
         b.setSyncing()
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         a.contents = 1
         a.isContentsAvailable = true
         a.notifyDidChange()
@@ -369,7 +370,7 @@ struct LoadableGroupTests {
         let eager = EagerLoadable()
         let other = TestLoadable<Int>()
         let group = LoadableGroup([other])
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         group.members = [eager, other]
         #expect(group.loadableState == .syncing)
         #expect(recorder.states == [.syncing])
@@ -387,7 +388,7 @@ struct LoadableGroupTests {
         let c = TestLoadable<Int>(contents: 3)
         let group = LoadableGroup([a, b])
         a.setSyncing()
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         group.members = [c]
         #expect(a.removeObserverCount == 1 && b.removeObserverCount == 1)
         #expect(!a.hasObservers && !b.hasObservers)
@@ -405,7 +406,7 @@ struct LoadableGroupTests {
     @Test("Reassigning members that keep the group's state and availability does not notify")
     func reassignmentWithoutChange() {
         let group = LoadableGroup([TestLoadable<Int>()])
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         group.members = [TestLoadable<Int>(), TestLoadable<Int>()]
         #expect(recorder.count == 0)
     }
@@ -537,7 +538,7 @@ struct LoadableGroupTests {
     func largeGroupIsLinear() {
         let members = (0..<100_000).map { _ in TestLoadable<Int>() }
         let group = LoadableGroup(members)
-        let recorder = NotificationRecorder(group)
+        let recorder = Recorder(group)
         group.sync()
         for member in members { member.setDidSyncSuccessfully(1) }
         #expect(group.loadableState == .didSyncSuccessfully)

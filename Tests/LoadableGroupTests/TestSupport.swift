@@ -1,13 +1,7 @@
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
-
-/// An error with a name, for telling errors apart in expectations.
-struct TestError: Error, Equatable, CustomStringConvertible {
-    var name: String
-    init(_ name: String) { self.name = name }
-    var description: String { name }
-}
 
 /// A loadable whose `doSync()` finishes before it returns.
 final class ImmediateLoadable: Loadable<Int> {
@@ -25,19 +19,4 @@ final class ImmediateLoadable: Loadable<Int> {
         case .failure(let error): setDidFailToSync(error)
         }
     }
-}
-
-/// Records what a loadable's observers see: one entry per notification.
-@MainActor
-final class NotificationRecorder {
-    private(set) var states: [LoadableState] = []
-    private var observation: LoadableObservation?
-
-    init(_ loadable: some PureLoadable) {
-        observation = loadable.addObserver { [unowned self] loadable in
-            self.states.append(loadable.loadableState)
-        }
-    }
-
-    var count: Int { states.count }
 }

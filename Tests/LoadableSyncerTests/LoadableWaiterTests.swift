@@ -1,3 +1,4 @@
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 

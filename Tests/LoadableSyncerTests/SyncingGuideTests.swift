@@ -1,4 +1,5 @@
 import LoadableSyncer
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 

@@ -1,11 +1,6 @@
 import LoadableSyncer
 import Testing
 
-/// An error for tests.
-struct TestError: Error, Hashable {
-    var code = 0
-}
-
 /// The reference backoff sequence for min 1 s, max 15 s, ×√2, in seconds (rounded).
 let referenceBackoffSeconds: [Double] = [1, 1.414, 2, 2.828, 4, 5.657, 8, 11.31, 15, 15]
 
@@ -52,18 +47,6 @@ func bytes(_ bytes: [UInt8], contain text: String) -> Bool {
     String(decoding: bytes, as: UTF8.self).contains(text)
 }
 
-/// Gives other main-actor tasks turns until `condition` holds (at most 10,000 turns). Never sleeps.
-@MainActor
-func yield(
-    until condition: @MainActor () -> Bool,
-    sourceLocation: SourceLocation = #_sourceLocation
-) async {
-    for _ in 0..<10_000 where !condition() {
-        await Task.yield()
-    }
-    #expect(condition(), "the condition never held", sourceLocation: sourceLocation)
-}
-
 /// A short description of a result, for comparing outcomes of waits.
 func outcome<Value>(_ result: Result<Value, any Error>) -> String {
     switch result {
@@ -72,18 +55,4 @@ func outcome<Value>(_ result: Result<Value, any Error>) -> String {
     case .failure(is CancellationError): "cancelled"
     case .failure(let error): "failure: \(error)"
     }
-}
-
-/// Gives the main actor and the global executor turns until `condition` holds; returns whether it
-/// held within `rounds` rounds. Never sleeps: for work that hops between a timer task, the
-/// `ManualClock` and the main actor.
-@MainActor
-@discardableResult
-func settle(rounds: Int = 2_000, until condition: @MainActor () -> Bool) async -> Bool {
-    for _ in 0..<rounds {
-        if condition() { return true }
-        await Task.yield()
-        await Task.detached {}.value
-    }
-    return condition()
 }

@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import Testing
 
 @Suite("Async helpers: streams, doneSyncing, syncedContents")
@@ -36,11 +37,11 @@ struct AsyncHelpersTests {
             for await _ in loadable.states() { count += 1 }
             return count
         }
-        await yieldUntil { loadable.hasObservers }
+        await yield(until: { loadable.hasObservers })
         consumer.cancel()
         let count = await consumer.value
         #expect(count >= 1)
-        await yieldUntil { !loadable.hasObservers }
+        await yield(until: { !loadable.hasObservers })
     }
 
     @Test("snapshots() yields the current snapshot first and keeps only the newest by default")
@@ -80,7 +81,7 @@ struct AsyncHelpersTests {
             try await loadable.doneSyncing()
             return loadable.loadableState
         }
-        await yieldUntil { loadable.hasObservers }
+        await yield(until: { loadable.hasObservers })
         loadable.setDidFailToSync(TestError())
         #expect(try await waiter.value == .didFailToSync)
         #expect(!loadable.hasObservers)
@@ -92,7 +93,7 @@ struct AsyncHelpersTests {
         loadable.sync()
         let cancelled = Task { @MainActor in try await loadable.doneSyncing() }
         let kept = Task { @MainActor in try await loadable.doneSyncing() }
-        await yieldUntil { loadable.hasObservers }
+        await yield(until: { loadable.hasObservers })
         await Task.yield()
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
@@ -133,7 +134,7 @@ struct AsyncHelpersTests {
         let loadable = ManualLoadable()
         let tasks = (0..<5).map { _ in Task { @MainActor in try await loadable.syncedContents() } }
         let forced = Task { @MainActor in try await loadable.syncedContents(forceSync: true) }
-        await yieldUntil { loadable.loadableState == .syncing && loadable.hasObservers }
+        await yield(until: { loadable.loadableState == .syncing && loadable.hasObservers })
         for _ in 0..<10 { await Task.yield() }
         loadable.setDidSyncSuccessfully(7)
         for task in tasks { #expect(try await task.value == 7) }
@@ -157,7 +158,7 @@ struct AsyncHelpersTests {
     func syncedContentsCancelledSync() async {
         let loadable = ManualLoadable()
         let task = Task { @MainActor in try await loadable.syncedContents() }
-        await yieldUntil { loadable.hasObservers }
+        await yield(until: { loadable.hasObservers })
         loadable.cancelSync()
         await #expect(throws: CancellationError.self) { try await task.value }
     }
@@ -166,7 +167,7 @@ struct AsyncHelpersTests {
     func syncedContentsTaskCancelled() async {
         let loadable = ManualLoadable()
         let task = Task { @MainActor in try await loadable.syncedContents() }
-        await yieldUntil { loadable.hasObservers }
+        await yield(until: { loadable.hasObservers })
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(loadable.loadableState == .syncing)

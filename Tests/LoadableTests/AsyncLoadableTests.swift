@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import Testing
 
 /// A load the test finishes by hand.
@@ -50,7 +51,7 @@ struct AsyncLoadableTests {
         let loadable = AsyncLoadable(contents: 1) { try await pending.load() }
         loadable.setDidSyncSuccessfully(1)
         loadable.sync()
-        await yieldUntil { pending.pending == 1 }
+        await yield(until: { pending.pending == 1 })
         loadable.cancelSync()
         #expect(loadable.loadableState == .didSyncSuccessfully)
         pending.finish(.success(99))
@@ -64,15 +65,15 @@ struct AsyncLoadableTests {
         let pending = PendingLoad()
         let loadable = AsyncLoadable { try await pending.load() }
         loadable.sync()
-        await yieldUntil { pending.pending == 1 }
+        await yield(until: { pending.pending == 1 })
         loadable.cancelSync()
         loadable.sync()
-        await yieldUntil { pending.pending == 2 }
+        await yield(until: { pending.pending == 2 })
         pending.finish(.success(1), at: 0)  // the old one
         for _ in 0..<20 { await Task.yield() }
         #expect(loadable.loadableState == .syncing)
         pending.finish(.success(2), at: 0)  // the current one
-        await yieldUntil { loadable.loadableState == .didSyncSuccessfully }
+        await yield(until: { loadable.loadableState == .didSyncSuccessfully })
         #expect(loadable.contents == 2)
     }
 
@@ -87,7 +88,7 @@ struct AsyncLoadableTests {
         polling.sync()
         for _ in 0..<5 { await Task.yield() }
         polling.cancelSync()
-        await yieldUntil { sawCancellation }
+        await yield(until: { sawCancellation })
         #expect(polling.loadableState == .idle)
     }
 
@@ -104,6 +105,6 @@ struct AsyncLoadableTests {
         for _ in 0..<5 { await Task.yield() }
         loadable = nil
         #expect(weakLoadable == nil)
-        await yieldUntil { sawCancellation }
+        await yield(until: { sawCancellation })
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Loadable
+import LoadableTestSupport
 import LoadableTesting
 import Observation
 import Testing
@@ -105,7 +106,7 @@ struct GettingStartedGuideTests {
                 if snapshot.state == .didSyncSuccessfully { break }
             }
         }
-        await yieldUntil { profile.hasObservers }
+        await yield(until: { profile.hasObservers })
         profile.sync()
         await consumer.value
         #expect(screen.shown.last == "snapshot did-sync-successfully")
@@ -145,7 +146,7 @@ struct GettingStartedGuideTests {
         profile.sync()  // then prints "state: syncing", and "state: did-sync-successfully" once loaded
 
         #expect(printer.printed == [.idle])  // onChange only queued the re-arming task
-        await yieldUntil { printer.printed.count == 3 }
+        await yield(until: { printer.printed.count == 3 })
         #expect(printer.printed == [.idle, .syncing, .didSyncSuccessfully])
     }
 
@@ -156,13 +157,13 @@ struct GettingStartedGuideTests {
         feed.setSyncing()
         feed.setDidSyncSuccessfully(["news"])
         feed.setDidFailToSync(nil)
-        await yieldUntil { printer.printed.count == 2 }
+        await yield(until: { printer.printed.count == 2 })
         #expect(printer.printed == [.idle, .didFailToSync])
 
         // Tracking goes on after a coalesced change, and a notification without a new state is
         // a change too.
         feed.notifyDidChange()
-        await yieldUntil { printer.printed.count == 3 }
+        await yield(until: { printer.printed.count == 3 })
         #expect(printer.printed == [.idle, .didFailToSync, .didFailToSync])
     }
 
@@ -176,12 +177,12 @@ struct GettingStartedGuideTests {
 
         source.setSyncing()
         test.sync()
-        await yieldUntil { printers.allSatisfy { $0.printed.count == 2 } }
+        await yield(until: { printers.allSatisfy { $0.printed.count == 2 } })
         #expect(printers.map(\.printed) == Array(repeating: [.idle, .syncing], count: 3))
 
         source.setDidSyncSuccessfully(Profile(name: "Ada"))
         test.setDidSyncSuccessfully(1)
-        await yieldUntil { printers.allSatisfy { $0.printed.count == 3 } }
+        await yield(until: { printers.allSatisfy { $0.printed.count == 3 } })
         #expect(printers.map { $0.printed.last } == Array(repeating: .didSyncSuccessfully, count: 3))
     }
 

@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -58,10 +59,10 @@ struct LeakTests {
         let consumer = Task { @MainActor in
             for await _ in loadable.snapshots() {}
         }
-        await yieldUntil { loadable.hasObservers }
+        await yield(until: { loadable.hasObservers })
         consumer.cancel()
         await consumer.value
-        await yieldUntil { !loadable.hasObservers }
+        await yield(until: { !loadable.hasObservers })
     }
 
     @Test("an observer closure that captures its loadable weakly does not keep it alive")

@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import Testing
 
 @Suite("LoadableState and LoadableSnapshot")

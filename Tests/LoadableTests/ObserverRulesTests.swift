@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import Testing
 
 /// The observer rules of `Docs/Concepts.md` ("The observer rules", with what releasing a token
@@ -166,7 +167,7 @@ struct ObserverRulesTests {
         var calls = 0
         // The only reference goes to code that does not run on the main actor.
         await releaseOffMainActor(loadable.addObserver { _ in calls += 1 })
-        await yieldUntil { !loadable.hasObservers }
+        await yield(until: { !loadable.hasObservers })
         loadable.notifyDidChange()
         #expect(calls == 0)
     }

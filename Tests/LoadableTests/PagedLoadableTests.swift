@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import Observation
 import Testing
 

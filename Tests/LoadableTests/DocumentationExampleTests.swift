@@ -1,4 +1,5 @@
 import Loadable
+import LoadableTestSupport
 import Testing
 
 // The `PhotosLoadable` example of `Loadable`'s documentation comment, exactly as it is given there:
@@ -26,7 +27,7 @@ struct FakePhotosClient: PhotosClient {
     func photos() async throws -> [Photo] { try result.get() }
 }
 
-@Suite("The design's PhotosLoadable example and the README quick start")
+@Suite("The PhotosLoadable example of Loadable's documentation and the README quick start")
 @MainActor
 struct DesignExampleTests {
     @Test("PhotosLoadable syncs through its client")
