@@ -183,4 +183,29 @@ struct EveryLoadableTests {
         subject.set(.didSyncSuccessfully)
         #expect(calls == 0)
     }
+
+    @Test("a LoadableProxy without a target reports sync() to Observation, and the target's arrival")
+    func proxyWithoutTarget() {
+        let proxy = LoadableProxy<TestLoadable<Int>>()
+        let syncing = ChangeCounter()
+        withObservationTracking {
+            _ = proxy.loadableState
+        } onChange: {
+            syncing.count += 1
+        }
+        proxy.sync()
+        #expect(syncing.count == 1)
+        #expect(proxy.loadableState == .syncing)
+        let arriving = ChangeCounter()
+        withObservationTracking {
+            _ = proxy.loadableState
+        } onChange: {
+            arriving.count += 1
+        }
+        let target = TestLoadable<Int>()
+        proxy.target = target
+        #expect(arriving.count == 1)
+        // The sync asked for before the target existed reached it.
+        #expect(target.syncCount == 1)
+    }
 }
