@@ -33,17 +33,15 @@
 ///
 /// A `Sendable` value with no isolation of its own, so that a `deinit` can call ``cancelTask()``.
 package struct ClockTimer: Sendable {
-    /// The sleeping task of the current arming; `nil` when the timer is not armed.
-    private var task: Task<Void, Never>?
-    /// The number of the current arming; grows with every arming and cancellation.
-    private var generation = 0
+    /// The sleeping task of the current arming.
+    private var latest = LatestTask()
 
     /// Creates a timer that is not armed.
     package init() {}
 
     /// Whether the timer is armed: it was armed, and neither fired (see ``fired(_:)``) nor was
     /// cancelled since.
-    package var isArmed: Bool { task != nil }
+    package var isArmed: Bool { latest.isRunning }
 
     /// Arms the timer to call `fire` on the main actor after `delay`, replacing (and cancelling)
     /// an armed one.
@@ -59,25 +57,22 @@ package struct ClockTimer: Sendable {
         on clock: ElapsedClock,
         fire: @escaping @MainActor (_ generation: Int) -> Void
     ) {
-        task?.cancel()
-        generation += 1
-        let armed = generation
-        task = Task { @MainActor in
-            do {
-                try await clock.sleep(for: delay)
-            } catch {
-                return
+        latest.start { armed in
+            Task { @MainActor in
+                do {
+                    try await clock.sleep(for: delay)
+                } catch {
+                    return
+                }
+                guard !Task.isCancelled else { return }
+                fire(armed)
             }
-            guard !Task.isCancelled else { return }
-            fire(armed)
         }
     }
 
     /// Cancels the armed timer, if any: its `fire` will not be honoured.
     package mutating func cancel() {
-        task?.cancel()
-        task = nil
-        generation += 1
+        latest.cancel()
     }
 
     /// Whether a call of `fire` with `generation` is for the current arming; if it is, the timer
@@ -87,14 +82,12 @@ package struct ClockTimer: Sendable {
     /// - Returns: `true` only for the current arming, and only once; `false` for an arming that was
     ///   replaced or cancelled.
     package mutating func fired(_ generation: Int) -> Bool {
-        guard generation == self.generation, task != nil else { return false }
-        task = nil
-        return true
+        latest.finish(generation)
     }
 
     /// Cancels the sleeping task without changing the timer: for the owner's `deinit`, which
     /// cannot mutate its stored properties from outside its actor.
     package func cancelTask() {
-        task?.cancel()
+        latest.cancelTask()
     }
 }

@@ -3,25 +3,22 @@
 ///
 /// Used by `AsyncLoadable` (its sync) and `PagedLoadable` (its refresh and its next page): each
 /// load runs in a new task; starting a load or cancelling cancels the task that runs, and a result
-/// that arrives after that is dropped.
+/// that arrives after that is dropped. Built on ``LatestTask``, like ``ClockTimer``.
 package struct LoadTask: Sendable {
-    private var task: Task<Void, Never>?
-    private var generation = 0
+    private var latest = LatestTask()
 
     package init() {}
 
     /// Whether a load is running.
-    package var isRunning: Bool { task != nil }
+    package var isRunning: Bool { latest.isRunning }
 
     /// Grows with every start and cancel: a caller that notifies before starting a load compares
     /// it to learn whether an observer started or cancelled a load meanwhile.
-    package var generationNumber: Int { generation }
+    package var generationNumber: Int { latest.generationNumber }
 
     /// Cancels the running load, if any; its result will be dropped.
     package mutating func cancel() {
-        generation += 1
-        task?.cancel()
-        task = nil
+        latest.cancel()
     }
 
     /// Starts a load in a new task, cancelling the running one.
@@ -44,16 +41,15 @@ package struct LoadTask: Sendable {
         method: @escaping @MainActor (Owner) async throws -> Value,
         finish: @escaping @MainActor (Owner, _ generation: Int, Result<Value, any Error>) -> Void
     ) {
-        cancel()
-        let generation = generation
-        if let closure {
-            task = Task { @MainActor [weak owner] in
-                let result: Result<Value, any Error>
-                do { result = .success(try await closure()) } catch { result = .failure(error) }
-                if let owner { finish(owner, generation, result) }
+        latest.start { generation in
+            if let closure {
+                return Task { @MainActor [weak owner] in
+                    let result: Result<Value, any Error>
+                    do { result = .success(try await closure()) } catch { result = .failure(error) }
+                    if let owner { finish(owner, generation, result) }
+                }
             }
-        } else {
-            task = Task { @MainActor in
+            return Task { @MainActor in
                 let result: Result<Value, any Error>
                 do { result = .success(try await method(owner)) } catch { result = .failure(error) }
                 finish(owner, generation, result)
@@ -64,13 +60,11 @@ package struct LoadTask: Sendable {
     /// Ends the load `generation` if it is the current one and returns `true`; returns `false`
     /// for a late result (the load was cancelled or another started since).
     package mutating func finish(_ generation: Int) -> Bool {
-        guard generation == self.generation, task != nil else { return false }
-        task = nil
-        return true
+        latest.finish(generation)
     }
 
     /// Cancels the task without touching anything else: for a `deinit`.
     package func cancelTask() {
-        task?.cancel()
+        latest.cancelTask()
     }
 }

@@ -183,11 +183,22 @@ package final class LoadableCore {
     /// they were asked for.
     @exclusivity(unchecked) private static var deferredRounds: [DeferredRound] = []
 
-    /// A round, or a call of the immediate observers, waiting until the nesting allows it.
+    /// A round, or a call of the immediate observers, to run now or once the nesting allows it.
     private struct DeferredRound {
         var core: LoadableCore
         var subject: NotificationSubject
         var isImmediate: Bool
+
+        @MainActor @inline(__always)
+        func run() {
+            if isImmediate {
+                core.runImmediateCalls(subject)
+            } else {
+                // A round that waited shows every change made meanwhile: no extra round for them.
+                core.observers.clearQueuedRound()
+                core.runRounds(subject)
+            }
+        }
     }
 
     /// Calls every observer with `subject`, in the order they were added.
@@ -197,27 +208,30 @@ package final class LoadableCore {
     /// alive for the whole round, even if an observer releases the last reference to it.
     package func notify(_ subject: NotificationSubject) {
         guard observers.beginRound() else { return }
-        guard Self.nestingDepth < Self.maxNestingDepth else {
-            // The round stays "running" for the list, so further changes are coalesced into it.
-            Self.deferredRounds.append(DeferredRound(core: self, subject: subject, isImmediate: false))
-            return
-        }
-        Self.nestingDepth += 1
-        runRounds(subject)
-        Self.nestingDepth -= 1
-        if Self.nestingDepth == Self.maxNestingDepth - 1, !Self.deferredRounds.isEmpty {
-            Self.runDeferredRounds()
-        }
+        // Deferred, the round stays "running" for the list, so further changes are coalesced
+        // into it.
+        runNested(subject, isImmediate: false)
     }
 
     /// Calls the immediate observers with `subject`, in the order they were added.
     private func callImmediateObservers(_ subject: NotificationSubject) {
+        runNested(subject, isImmediate: true)
+    }
+
+    /// Runs a round (or the immediate calls) now, one level deeper, or queues it when the nesting
+    /// is at its limit; runs the queued ones once the round at the limit ended.
+    ///
+    /// Inlined with a constant `isImmediate` at both call sites; the queued form is made only when
+    /// needed (making it on every notification costs about 400 instructions: it retains the core
+    /// and the subject).
+    @inline(__always)
+    private func runNested(_ subject: NotificationSubject, isImmediate: Bool) {
         guard Self.nestingDepth < Self.maxNestingDepth else {
-            Self.deferredRounds.append(DeferredRound(core: self, subject: subject, isImmediate: true))
+            Self.deferredRounds.append(DeferredRound(core: self, subject: subject, isImmediate: isImmediate))
             return
         }
         Self.nestingDepth += 1
-        runImmediateCalls(subject)
+        if isImmediate { runImmediateCalls(subject) } else { runRounds(subject) }
         Self.nestingDepth -= 1
         if Self.nestingDepth == Self.maxNestingDepth - 1, !Self.deferredRounds.isEmpty {
             Self.runDeferredRounds()
@@ -257,14 +271,7 @@ package final class LoadableCore {
             // run any code) happens outside every access to the list.
             let rounds = deferredRounds
             deferredRounds = []
-            for round in rounds {
-                if round.isImmediate {
-                    round.core.runImmediateCalls(round.subject)
-                } else {
-                    round.core.observers.clearQueuedRound()
-                    round.core.runRounds(round.subject)
-                }
-            }
+            for round in rounds { round.run() }
         }
         nestingDepth -= 1
     }
