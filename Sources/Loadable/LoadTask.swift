@@ -9,9 +9,6 @@ package struct LoadTask: Sendable {
 
     package init() {}
 
-    /// Whether a load is running.
-    package var isRunning: Bool { latest.isRunning }
-
     /// Grows with every start and cancel: a caller that notifies before starting a load compares
     /// it to learn whether an observer started or cancelled a load meanwhile.
     package var generationNumber: Int { latest.generationNumber }

@@ -230,6 +230,15 @@ package final class LoadableCore {
             Self.deferredRounds.append(DeferredRound(core: self, subject: subject, isImmediate: isImmediate))
             return
         }
+        // Keep the loadable alive until its observers were called, even if one of them releases
+        // the last reference to it. (A queued round is kept alive by the queue.)
+        defer {
+            #if compiler(>=6.2)
+                extendLifetime(subject.loadable)
+            #else
+                withExtendedLifetime(subject.loadable) {}
+            #endif
+        }
         Self.nestingDepth += 1
         if isImmediate { runImmediateCalls(subject) } else { runRounds(subject) }
         Self.nestingDepth -= 1
@@ -241,13 +250,6 @@ package final class LoadableCore {
     /// The loop of ``callImmediateObservers(_:)``.
     private func runImmediateCalls(_ subject: NotificationSubject) {
         let subject = subject.loadable
-        defer {
-            #if compiler(>=6.2)
-                extendLifetime(subject)
-            #else
-                withExtendedLifetime(subject) {}
-            #endif
-        }
         let end = observers.beginImmediateCalls()
         var index = 0
         while index < end {
@@ -279,13 +281,6 @@ package final class LoadableCore {
     /// The loop: one round over the observers, and one more for every round queued meanwhile.
     private func runRounds(_ subject: NotificationSubject) {
         let subject = subject.loadable
-        defer {
-            #if compiler(>=6.2)
-                extendLifetime(subject)
-            #else
-                withExtendedLifetime(subject) {}
-            #endif
-        }
         repeat {
             let end = observers.roundEnd
             var index = 0
@@ -347,9 +342,16 @@ private final class ObservationState {
 /// reads; the type keeps its own public API (its getters call ``LoadableCore/trackAccess()``, its
 /// changes go through ``LoadableCore/willChange()`` and ``LoadableCore/didChange(_:)``).
 @MainActor
-package protocol LoadableCoreOwner: UntrackedReadable, ObserverRegistry {
+package protocol LoadableCoreOwner: PureLoadable, ObserverRegistry {
     /// The loadable's core.
     var core: LoadableCore { get }
+    /// ``PureLoadable/loadableState`` and ``PureLoadable/isContentsAvailable``, read without
+    /// telling Observation.
+    ///
+    /// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so
+    /// it should neither count as an Observation access nor create the loadable's registrar (which
+    /// would then cost every later change a registrar mutation).
+    var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) { get }
     /// Called after the first observer was added.
     func observersDidBecomeNonEmpty()
     /// Called after the last observer was removed.
@@ -403,16 +405,4 @@ extension LoadableCoreOwner {
         let (state, isContentsAvailable) = untrackedStatus
         return "<\(type(of: self)): \(state), contents available: \(isContentsAvailable ? "yes" : "no")\(details)>"
     }
-}
-
-/// A loadable whose state and availability can be read without telling Observation.
-///
-/// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so it
-/// should neither count as an Observation access nor create the loadable's registrar (which would
-/// then cost every later change a registrar mutation).
-@MainActor
-package protocol UntrackedReadable: PureLoadable {
-    /// ``PureLoadable/loadableState`` and ``PureLoadable/isContentsAvailable``, read without
-    /// telling Observation.
-    var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) { get }
 }

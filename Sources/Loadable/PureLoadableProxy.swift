@@ -118,7 +118,7 @@ extension PureLoadableProxy: LoadableCoreOwner {
     /// without a target.
     package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
         guard let target else { return (core.state, false) }
-        if let target = target as? any UntrackedReadable { return target.untrackedStatus }
+        if let target = target as? any LoadableCoreOwner { return target.untrackedStatus }
         return (target.loadableState, target.isContentsAvailable)
     }
 }
