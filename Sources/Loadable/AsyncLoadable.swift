@@ -28,18 +28,25 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     ///
     /// - Parameters:
     ///   - contents: Contents to start with, if any.
+    ///   - clock: The clock of the loadable's freshness and watchdog (see ``Loadable``).
     ///   - load: The work of one sync, started on the main actor.
-    public init(contents: Contents? = nil, load: @escaping @MainActor () async throws -> Contents) {
+    public init(
+        contents: Contents? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        load: @escaping @MainActor () async throws -> Contents
+    ) {
         loader = load
-        super.init(contents: contents)
+        super.init(contents: contents, clock: clock)
     }
 
     /// Creates a loadable for a subclass that overrides ``load()``.
     ///
-    /// - Parameter contents: Contents to start with, if any.
-    public override init(contents: Contents? = nil) {
+    /// - Parameters:
+    ///   - contents: Contents to start with, if any.
+    ///   - clock: The clock of the loadable's freshness and watchdog (see ``Loadable``).
+    public override init(contents: Contents? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         loader = nil
-        super.init(contents: contents)
+        super.init(contents: contents, clock: clock)
     }
 
     /// The work of one sync: returns the new contents or throws why it failed.

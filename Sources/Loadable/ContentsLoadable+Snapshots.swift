@@ -8,11 +8,14 @@ extension ContentsLoadable {
     /// }
     /// ```
     public var snapshot: LoadableSnapshot<Contents> {
-        LoadableSnapshot(
+        let record = (self as? any LoadableCoreOwner)?.failureRecord
+        return LoadableSnapshot(
             state: loadableState,
             contents: contents,
             error: error,
-            isContentsAvailable: isContentsAvailable
+            isContentsAvailable: isContentsAvailable,
+            lastError: record?.lastError,
+            consecutiveFailures: record?.consecutiveFailures
         )
     }
 }

@@ -33,29 +33,137 @@
 open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// Creates an idle loadable.
     ///
-    /// - Parameter contents: Contents to start with (for example from a cache); the state is
-    ///   ``LoadableState/idle`` either way, and ``needsSync`` stays `true` until a sync succeeds.
-    public override init(contents: Contents? = nil) {
+    /// - Parameters:
+    ///   - contents: Contents to start with (for example from a cache); the state is
+    ///     ``LoadableState/idle`` either way, and ``needsSync`` stays `true` until a sync succeeds.
+    ///     Contents given here have no ``age``: they were never confirmed by a sync.
+    ///   - clock: The clock that ``age``, ``maxAge`` and the sync watchdog (``syncTimeout``,
+    ///     ``slowSyncAfter``) read and sleep on; a `ManualClock` in tests.
+    public init(contents: Contents? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         super.init(contents: contents)
+        core.use(clock)
     }
 
-    /// Whether ``syncIfNeeded()`` would sync: by default when contents are not available, or the
-    /// state is ``LoadableState/idle`` or ``LoadableState/didFailToSync``.
+    // MARK: - Freshness
+
+    /// The time since the contents were last confirmed: by a successful sync, by
+    /// ``PushLoadable/setContents(_:)`` or ``PushLoadable/updateContents(_:)``; `nil` when never.
+    public final var age: Duration? {
+        core.trackAccess()
+        return core.age
+    }
+
+    /// The age from which the contents are stale; `nil` (the default): never stale by age.
     ///
-    /// Override it for caches that expire.
+    /// While the loadable has observers and fresh contents, it notifies them once when the
+    /// contents turn stale by age (one timer on its clock), so a "stale" badge updates by itself.
+    /// Setting it is not a notification. Must not be negative: a negative value stops the program
+    /// with a message.
+    public final var maxAge: Duration? {
+        get { core.extras?.maxAge }
+        set {
+            if let newValue {
+                requireValid(newValue >= .zero, "\(type(of: self)).maxAge must be >= .zero or nil, got \(newValue)")
+            }
+            guard newValue != core.extras?.maxAge else { return }
+            core.extrasForWriting.maxAge = newValue
+            core.changeForObservationOnly()
+            scheduleTimer()
+        }
+    }
+
+    /// Whether the contents are out of date: no contents available, or ``invalidate()`` was
+    /// called since the last confirmation, or ``maxAge`` is set and the ``age`` reached it (or
+    /// there was no confirmation yet).
+    ///
+    /// An age equal to ``maxAge`` is stale.
+    public final var isStale: Bool {
+        core.trackAccess()
+        return !isContentsAvailable || core.isStaleByInvalidationOrAge
+    }
+
+    /// Whether ``syncIfNeeded()`` would sync: by default when the contents are stale
+    /// (``isStale``), or the state is ``LoadableState/idle`` or ``LoadableState/didFailToSync``.
+    ///
+    /// Override it for other rules.
     open var needsSync: Bool {
         switch loadableState {
         case .idle, .didFailToSync: true
-        case .syncing, .didSyncSuccessfully: !isContentsAvailable
+        case .syncing, .didSyncSuccessfully: isStale
         }
     }
+
+    /// Marks the contents stale. See ``SyncableLoadable/invalidate()`` for the rules: during a
+    /// sync, exactly one more sync follows it; otherwise observers are notified once, and a
+    /// loadable that ``SyncableLoadable/isInUse`` syncs at once (in that same one notification).
+    ///
+    /// Override it to do more (call `super`).
+    open func invalidate() {
+        if storedState == .syncing {
+            core.freshness.insert(.pendingSync)
+            return
+        }
+        if core.isInUse, !LoadableCore.isDeferringInvalidationSyncs {
+            core.freshness.insert(.invalidated)
+            sync()
+            return
+        }
+        core.willChange()
+        core.freshness.insert(.invalidated)
+        core.didChange(NotificationSubject(self))
+    }
+
+    // MARK: - Watchdog
+
+    /// How long a sync may run: one still running after this is cancelled (``doCancelSync()``) and
+    /// fails with ``LoadableError/timedOut``, contents kept. `nil` (the default): no limit.
+    ///
+    /// Measured on the loadable's clock from the moment the sync began. Applies to syncs that
+    /// begin after it is set. Must be greater than `.zero`: anything else stops the program with
+    /// a message.
+    public final var syncTimeout: Duration? {
+        get { core.extras?.syncTimeout }
+        set {
+            if let newValue {
+                requireValid(newValue > .zero, "\(type(of: self)).syncTimeout must be > .zero or nil, got \(newValue)")
+            }
+            core.extrasForWriting.syncTimeout = newValue
+            scheduleTimer()
+        }
+    }
+
+    /// After how long a running sync counts as slow (``isSlowSync``); `nil` (the default): never.
+    ///
+    /// Must be greater than `.zero`: anything else stops the program with a message.
+    public final var slowSyncAfter: Duration? {
+        get { core.extras?.slowSyncAfter }
+        set {
+            if let newValue {
+                requireValid(
+                    newValue > .zero, "\(type(of: self)).slowSyncAfter must be > .zero or nil, got \(newValue)")
+            }
+            core.extrasForWriting.slowSyncAfter = newValue
+            scheduleTimer()
+        }
+    }
+
+    /// Whether the running sync has gone on longer than ``slowSyncAfter``.
+    ///
+    /// Becoming slow notifies observers once, without a state change; the flag clears when the
+    /// sync ends (in that notification).
+    public final var isSlowSync: Bool {
+        core.trackAccess()
+        return core.freshness.contains(.slowSync)
+    }
+
+    // MARK: - Syncing
 
     /// Starts a sync: clears the error, moves to ``LoadableState/syncing``, notifies observers,
     /// then calls ``doSync()``.
     ///
-    /// Calling it while syncing does nothing (the running sync is the one that counts). If an
-    /// observer moves the loadable out of `syncing` while being told of the sync, ``doSync()`` is
-    /// not called.
+    /// Calling it while syncing does nothing (the running sync is the one that counts; to have
+    /// one more after it, call ``invalidate()``). If an observer moves the loadable out of
+    /// `syncing` while being told of the sync, ``doSync()`` is not called.
     public final func sync() {
         // Stored state, not `loadableState`: starting a sync is not a read for Observation.
         guard storedState != .syncing else { return }
@@ -63,9 +171,15 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         core.willChange()
         core.store(state: .syncing, error: nil)
         core.isSyncAwaitingDoSync = true
+        if let extras = core.extras, extras.hasDeadlines { startWatchdog(extras) }
         core.didChange(NotificationSubject(self))
-        // An observer may have cancelled this sync, or cancelled it and started another (which
-        // already called `doSync()` for itself, clearing the flag).
+        callDoSyncIfStillAwaited()
+    }
+
+    /// Calls ``doSync()`` unless an observer of the `syncing` notification cancelled this sync,
+    /// or cancelled it and started another (which already called `doSync()` for itself, clearing
+    /// the flag).
+    private func callDoSyncIfStillAwaited() {
         guard storedState == .syncing, core.isSyncAwaitingDoSync else { return }
         core.isSyncAwaitingDoSync = false
         doSync()
@@ -92,12 +206,14 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     }
 
     /// Cancels the running sync: calls ``doCancelSync()`` and goes back to the state and error the
-    /// loadable had before the sync began. Contents are untouched.
+    /// loadable had before the sync began. Contents are untouched, and a sync pending after this
+    /// one (an ``invalidate()`` during it) is dropped.
     ///
     /// Does nothing when not syncing. A completion that arrives after the cancel must be ignored
     /// by the subclass; ``AsyncLoadable`` does that itself.
     public final func cancelSync() {
         guard storedState == .syncing else { return }
+        core.freshness.remove(.pendingSync)
         // An observer of the `syncing` notification cancelling before `doSync()` ran: there is
         // no work to stop.
         if !core.isSyncAwaitingDoSync {
@@ -109,10 +225,135 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
 
     /// Stops the work started by ``doSync()``; does nothing by default.
     ///
-    /// Called by ``cancelSync()`` before the state is restored; not called when the sync is
-    /// cancelled before ``doSync()`` ran (by an observer of the `syncing` notification).
+    /// Called by ``cancelSync()`` before the state is restored, and by the watchdog when a sync
+    /// runs past ``syncTimeout``; not called when the sync is cancelled before ``doSync()`` ran
+    /// (by an observer of the `syncing` notification).
     open func doCancelSync() {}
 
     /// `<TypeName: state, contents available: yes|no>`.
     open override var description: String { super.description }
+
+    // MARK: - Freshness bookkeeping
+
+    override func notifyAfterFreshnessChange(endingSync: Bool) {
+        if endingSync {
+            core.freshness.remove(.slowSync)
+            if core.freshness.contains(.pendingSync) {
+                restartAfterInvalidation()
+                return
+            }
+        }
+        scheduleTimer()
+        core.didChange(NotificationSubject(self))
+    }
+
+    /// The sync that just ended was invalidated while it ran: its result is stored (the caller
+    /// did that), and the next sync begins in the same notification, so observers see the new
+    /// contents while still `syncing`, and an awaiting caller waits for the fresh answer.
+    private func restartAfterInvalidation() {
+        core.freshness.remove(.pendingSync)
+        core.freshness.insert(.invalidated)
+        willBeginSync()
+        core.store(state: .syncing, error: nil)
+        core.isSyncAwaitingDoSync = true
+        if let extras = core.extras, extras.hasDeadlines { startWatchdog(extras) }
+        core.didChange(NotificationSubject(self))
+        callDoSyncIfStillAwaited()
+    }
+
+    override func observersDidChange() {
+        if core.extras?.maxAge != nil { scheduleTimer() }
+    }
+
+    /// Notes when the sync began and arms the timer for its deadlines.
+    private func startWatchdog(_ extras: LoadableCoreExtras) {
+        extras.syncStartedAt = core.now
+        scheduleTimer()
+    }
+
+    /// The earliest time something is due: the running sync's timeout or slow mark, or the
+    /// contents turning stale by age while observed; `nil` when nothing is.
+    private func nextDeadline(_ extras: LoadableCoreExtras) -> Int64? {
+        var deadline: Int64?
+        func consider(_ time: Int64) {
+            deadline = Swift.min(deadline ?? time, time)
+        }
+        if storedState == .syncing {
+            if let timeout = extras.syncTimeout {
+                consider(extras.syncStartedAt &+ LoadableTime.nanoseconds(timeout))
+            }
+            if let slow = extras.slowSyncAfter, !core.freshness.contains(.slowSync) {
+                consider(extras.syncStartedAt &+ LoadableTime.nanoseconds(slow))
+            }
+        }
+        if let maxAge = extras.maxAge, core.hasObservers, let confirmedAt = core.confirmedAt,
+            core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced])
+        {
+            consider(confirmedAt &+ LoadableTime.nanoseconds(maxAge))
+        }
+        return deadline
+    }
+
+    /// Arms the one timer for the next deadline, or stops it when there is none.
+    ///
+    /// A timer armed for an earlier time is left alone: it wakes, finds nothing due, and sleeps
+    /// again until the real deadline. Deadlines only move later in a sync cycle (a success pushes
+    /// the stale time back), so a loadable that syncs often re-arms rarely, and a sync cycle
+    /// allocates nothing.
+    private func scheduleTimer() {
+        guard let extras = core.extras else { return }
+        guard let deadline = nextDeadline(extras) else {
+            if extras.timerDeadline != nil {
+                extras.timer.cancel()
+                extras.timerDeadline = nil
+            }
+            return
+        }
+        if let armed = extras.timerDeadline, armed <= deadline { return }
+        extras.timerDeadline = deadline
+        let delay = LoadableTime.duration(Swift.max(0, deadline &- core.now))
+        // The task holds the loadable weakly; releasing it cancels the task (the extras' deinit).
+        extras.timer.arm(after: delay, on: core.elapsedClock) { [weak self] generation in
+            self?.timerFired(generation)
+        }
+    }
+
+    private func timerFired(_ generation: Int) {
+        guard let extras = core.extras, extras.timer.fired(generation) else { return }
+        extras.timerDeadline = nil
+        let now = core.now
+        if storedState == .syncing {
+            let elapsed = now &- extras.syncStartedAt
+            if let timeout = extras.syncTimeout, elapsed >= LoadableTime.nanoseconds(timeout) {
+                timeOut()
+                scheduleTimer()
+                return
+            }
+            if let slow = extras.slowSyncAfter, !core.freshness.contains(.slowSync),
+                elapsed >= LoadableTime.nanoseconds(slow)
+            {
+                core.willChange()
+                core.freshness.insert(.slowSync)
+                core.didChange(NotificationSubject(self))
+            }
+        }
+        if let maxAge = extras.maxAge, core.hasObservers, let confirmedAt = core.confirmedAt,
+            core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced]),
+            core.now &- confirmedAt >= LoadableTime.nanoseconds(maxAge)
+        {
+            core.willChange()
+            core.freshness.insert(.staleByAgeAnnounced)
+            core.didChange(NotificationSubject(self))
+        }
+        scheduleTimer()
+    }
+
+    /// The running sync went past ``syncTimeout``: stop its work and fail, contents kept.
+    private func timeOut() {
+        if !core.isSyncAwaitingDoSync {
+            doCancelSync()
+            guard storedState == .syncing else { return }
+        }
+        setDidFailToSync(LoadableError.timedOut)
+    }
 }

@@ -29,14 +29,23 @@ package final class LoadableCore {
     private var isReadingUntracked = false
     private var storedHasContents = false
     private var storedIsSyncAwaitingDoSync = false
-    /// The error of the current state, except while syncing: a syncing loadable has no error, so
-    /// this keeps the error the sync started from (restored by a cancelled sync) without a field
-    /// of its own.
+    /// ``Freshness`` bits: invalidated, a sync pending after the running one, slow sync, stale
+    /// by age announced.
+    private var storedFreshness: Freshness = []
+    /// When the contents were last confirmed (a successful sync, a write of contents, a restore),
+    /// in nanoseconds on the loadable's clock (see ``now``); `Int64.min` when never.
+    ///
+    /// Stored here rather than in ``extras`` because every loadable that ever synced has one, and
+    /// here it costs no byte: the core object is 88 bytes with or without it (a 96-byte malloc
+    /// chunk), the list's and the core's small fields packing into the first 64.
+    private var storedConfirmedAt: Int64 = .min
+    /// The error of the last failure, kept until a success (``lastError``): the current error
+    /// while the state is ``LoadableState/didFailToSync``, and restored with that state by a
+    /// cancelled sync.
     private var storedError: (any Error)?
-    /// Created by the first tracked read: Observation can only track a loadable that was read, so
-    /// until then changes skip it, and a loadable nobody read does not pay for a registrar (three
-    /// allocations, about 160 bytes).
-    private var observation: ObservationState?
+    /// Everything most loadables never need, created on first use: the Observation registrar,
+    /// a custom clock, freshness settings and their timer, the use count, the failure count.
+    private var storedExtras: LoadableCoreExtras?
 
     /// The state, without telling Observation.
     package var state: LoadableState { storedState }
@@ -63,17 +72,27 @@ package final class LoadableCore {
 
     // MARK: - State
 
-    /// The error of the current state; `nil` while syncing.
-    package var error: (any Error)? { state == .syncing ? nil : storedError }
+    /// The error of the current state: set only while the state is
+    /// ``LoadableState/didFailToSync``.
+    package var error: (any Error)? { storedState == .didFailToSync ? storedError : nil }
 
-    /// Stores a new state and error. Entering ``LoadableState/syncing`` remembers the state it
-    /// starts from and keeps the error in ``storedError`` (see there).
+    /// The error of the last failure, kept while the state moves on (a retry runs, the owner
+    /// sets the loadable idle) and cleared by a success.
+    package var lastError: (any Error)? { storedError }
+
+    /// Stores a new state and error. A failure stores `error` as the ``lastError``, a success
+    /// clears it, other states keep it (`error` must be `nil` for them). Entering
+    /// ``LoadableState/syncing`` remembers the state it starts from.
     ///
     /// Does not notify: bracket it with ``willChange()`` and ``didChange(_:)``.
     package func store(state: LoadableState, error: (any Error)?) {
-        assert(state != .syncing || error == nil, "a syncing loadable has no error")
+        assert(state == .didFailToSync || error == nil, "only a failed loadable has an error")
+        switch state {
+        case .didFailToSync: storedError = error
+        case .didSyncSuccessfully: storedError = nil
+        case .idle, .syncing: break
+        }
         if state != .syncing {
-            storedError = error
             storedIsSyncAwaitingDoSync = false
         } else if storedState != .syncing {
             stateBeforeSyncing = storedState
@@ -83,8 +102,145 @@ package final class LoadableCore {
 
     /// Stores the state and error the loadable had before the current sync began.
     package func storeStateBeforeSyncing() {
-        store(state: stateBeforeSyncing, error: storedError)
+        store(state: stateBeforeSyncing, error: stateBeforeSyncing == .didFailToSync ? storedError : nil)
     }
+
+    // MARK: - Freshness
+
+    /// One-bit facts about a loadable's freshness, packed into one byte of the core.
+    package struct Freshness: OptionSet {
+        package var rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        /// Invalidated since the last confirmation: stale whatever its age.
+        package static let invalidated = Freshness(rawValue: 1)
+        /// Invalidated while syncing: one more sync starts when the running one ends.
+        package static let pendingSync = Freshness(rawValue: 2)
+        /// The running sync went on past `slowSyncAfter`.
+        package static let slowSync = Freshness(rawValue: 4)
+        /// Observers were told that the contents turned stale by age.
+        package static let staleByAgeAnnounced = Freshness(rawValue: 8)
+    }
+
+    /// The freshness bits.
+    package var freshness: Freshness {
+        get { storedFreshness }
+        set { storedFreshness = newValue }
+    }
+
+    /// The time on the loadable's clock, in nanoseconds from an origin of its own (only
+    /// differences mean anything).
+    ///
+    /// The default clock (`ContinuousClock`, when no other was given) is read directly; another
+    /// clock through the extras.
+    package var now: Int64 {
+        guard let clock = storedExtras?.clock else { return LoadableTime.continuousNow }
+        return LoadableTime.nanoseconds(clock.elapsed)
+    }
+
+    /// The loadable's clock, for sleeping on.
+    package var elapsedClock: ElapsedClock {
+        let extras = extrasForWriting
+        if let clock = extras.clock { return clock }
+        if let clock = extras.continuousClock { return clock }
+        let clock = ElapsedClock(ContinuousClock())
+        extras.continuousClock = clock
+        return clock
+    }
+
+    /// Reads time from `clock` from now on, unless it is `ContinuousClock` (the default).
+    package func use(_ clock: any Clock<Duration>) {
+        guard !(clock is ContinuousClock) else { return }
+        extrasForWriting.clock = ElapsedClock(clock)
+    }
+
+    /// When the contents were last confirmed, on ``now``'s scale; `nil` when never.
+    package var confirmedAt: Int64? {
+        get { storedConfirmedAt == .min ? nil : storedConfirmedAt }
+        set { storedConfirmedAt = newValue ?? .min }
+    }
+
+    /// The time since the contents were last confirmed; `nil` when never.
+    package var age: Duration? {
+        guard storedConfirmedAt != .min else { return nil }
+        return LoadableTime.duration(now &- storedConfirmedAt)
+    }
+
+    /// Records a confirmation of the contents now: the age restarts, an invalidation and a stale
+    /// announcement are forgotten.
+    package func confirmContents() {
+        storedConfirmedAt = now
+        storedFreshness.subtract([.invalidated, .staleByAgeAnnounced])
+    }
+
+    /// Records a successful sync: the contents are confirmed and the failure count starts over.
+    package func recordSuccess() {
+        confirmContents()
+        if let extras = storedExtras, extras.consecutiveFailures != 0 { extras.consecutiveFailures = 0 }
+    }
+
+    /// Records a failed sync.
+    package func recordFailure() {
+        extrasForWriting.consecutiveFailures += 1
+    }
+
+    /// The number of failures since the last success.
+    package var consecutiveFailures: Int { storedExtras?.consecutiveFailures ?? 0 }
+
+    /// Whether the contents are stale by the freshness rules that the core knows: invalidated,
+    /// or `maxAge` set and reached (or no confirmation yet). Availability is the owner's to add.
+    package var isStaleByInvalidationOrAge: Bool {
+        if storedFreshness.contains(.invalidated) { return true }
+        guard let maxAge = storedExtras?.maxAge else { return false }
+        guard let age else { return true }
+        return age >= maxAge
+    }
+
+    /// The extras, created if needed.
+    package var extrasForWriting: LoadableCoreExtras {
+        if let extras = storedExtras { return extras }
+        let extras = LoadableCoreExtras()
+        storedExtras = extras
+        return extras
+    }
+
+    /// The extras, if created.
+    package var extras: LoadableCoreExtras? { storedExtras }
+
+    // MARK: - Use
+
+    /// Whether at least one use (a lease, a syncer, a group or proxy in use) is alive.
+    package var isInUse: Bool { (storedExtras?.useCount ?? 0) > 0 }
+
+    /// Counts one more use; returns `true` if it is the first.
+    package func addUse() -> Bool {
+        let extras = extrasForWriting
+        extras.useCount += 1
+        guard extras.useCount == 1 else { return false }
+        changeForObservationOnly()
+        return true
+    }
+
+    /// Counts one use less; returns `true` if it was the last. Does nothing (and returns `false`)
+    /// when no use is counted.
+    package func removeUse() -> Bool {
+        guard let extras = storedExtras, extras.useCount > 0 else { return false }
+        extras.useCount -= 1
+        guard extras.useCount == 0 else { return false }
+        changeForObservationOnly()
+        return true
+    }
+
+    /// Tells Observation of a change that observers are not notified of (``isInUse``).
+    package func changeForObservationOnly() {
+        guard let observation = storedExtras?.observation else { return }
+        observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+        observation.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Set while a chain marks its items stale: an invalidated loadable in use then does not sync
+    /// at once (the chain syncs its items in order itself).
+    package static var isDeferringInvalidationSyncs = false
 
     // MARK: - Observation
 
@@ -95,26 +251,26 @@ package final class LoadableCore {
     /// Tells Observation that the loadable was read (every public getter calls it).
     package func trackAccess() {
         guard !isReadingUntracked else { return }
-        let observation = observation ?? makeObservationState()
+        let observation = storedExtras?.observation ?? makeObservationState()
         observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
 
     /// Creates the registrar on the first read and keeps it.
     private func makeObservationState() -> ObservationState {
         let observation = ObservationState()
-        self.observation = observation
+        extrasForWriting.observation = observation
         return observation
     }
 
     /// Begins a change: tells Observation.
     package func willChange() {
-        observation?.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+        storedExtras?.observation?.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
 
     /// Ends a change: tells Observation, calls the immediate observers (what follows this
     /// loadable), then notifies observers with `subject`.
     package func didChange(_ subject: NotificationSubject) {
-        observation?.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+        storedExtras?.observation?.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
         if observers.hasImmediateObservers { callImmediateObservers(subject) }
         notify(subject)
     }
@@ -332,8 +488,74 @@ private struct ObservationKey: Observable {
 /// A loadable's Observation registrar, in a box so that it can be created on first use and
 /// checked cheaply (`ObservationRegistrar` is a resilient struct: an optional one is copied through
 /// runtime calls on each use).
-private final class ObservationState {
+package final class ObservationState {
     let registrar = ObservationRegistrar()
+}
+
+/// What a ``LoadableCore`` needs only for some loadables, in one object created on first use, so
+/// that a loadable that never uses any of it (no registrar, default clock, no freshness settings,
+/// never leased, never failed) does not pay for it.
+@MainActor
+package final class LoadableCoreExtras {
+    /// The Observation registrar, created by the first tracked read.
+    package var observation: ObservationState?
+    /// A clock other than `ContinuousClock`, given at init.
+    package var clock: ElapsedClock?
+    /// The default clock, made the first time a timer sleeps on it.
+    package var continuousClock: ElapsedClock?
+    /// The number of live uses (see ``LoadableCore/isInUse``).
+    package var useCount = 0
+    /// Called with `true` when the first use began and `false` when the last one ended, for a
+    /// subclass in another module that passes "in use" on (`LoadableChain`).
+    package var useDidChange: (@MainActor (_ isInUse: Bool) -> Void)?
+    /// Failures since the last success.
+    package var consecutiveFailures = 0
+    /// Contents older than this are stale; `nil`: never stale by age.
+    package var maxAge: Duration?
+    /// A sync running this long is cancelled and fails with `LoadableError.timedOut`.
+    package var syncTimeout: Duration?
+    /// A sync running this long is announced as slow.
+    package var slowSyncAfter: Duration?
+    /// Whether any of ``maxAge``, ``syncTimeout``, ``slowSyncAfter`` is set: changes then go
+    /// through the loadable's timer bookkeeping.
+    package var hasDeadlines: Bool { maxAge != nil || syncTimeout != nil || slowSyncAfter != nil }
+    /// When the running sync began, on the core's ``LoadableCore/now`` scale.
+    package var syncStartedAt: Int64 = 0
+    /// The one timer for every deadline of the loadable (timeout, slow sync, stale by age).
+    package var timer = ClockTimer()
+    /// The time the armed ``timer`` wakes at; `nil` when not armed.
+    package var timerDeadline: Int64?
+
+    init() {}
+
+    deinit {
+        timer.cancelTask()
+    }
+}
+
+/// Time as the cores store it: `Int64` nanoseconds, which fit in the core's spare bytes where a
+/// clock's `Instant` would not.
+package enum LoadableTime {
+    /// The origin of the default clock's scale.
+    private static let origin = ContinuousClock.now
+
+    /// `ContinuousClock.now`, in nanoseconds since ``origin``.
+    package static var continuousNow: Int64 { nanoseconds(origin.duration(to: .now)) }
+
+    /// `duration` in whole nanoseconds, saturating at the ends of `Int64`.
+    package static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min + 1 : .max }
+        let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        if overflow2 { return seconds < 0 ? .min + 1 : .max }
+        return sum
+    }
+
+    /// `nanoseconds` as a `Duration`.
+    package static func duration(_ nanoseconds: Int64) -> Duration {
+        .nanoseconds(nanoseconds)
+    }
 }
 
 /// A loadable type built on a ``LoadableCore``.
@@ -358,6 +580,17 @@ package protocol LoadableCoreOwner: PureLoadable, ObserverRegistry {
     func observersDidBecomeEmpty()
     /// Registers the bookkeeping of a loadable that follows this one; see the default.
     func registerImmediateObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation
+    /// Called when the first use begins (see ``LoadableCore/isInUse``): a composite passes "in
+    /// use" on to what it stands for. Does nothing by default.
+    func didBeginUse()
+    /// Called when the last use ends. Does nothing by default.
+    func didEndUse()
+    /// Whether the contents are stale, read without telling Observation: for a waiter that must
+    /// not accept stale contents. By default the core's rules: invalidated, or too old.
+    var untrackedIsStale: Bool { get }
+    /// ``PushLoadable/lastError`` and ``PushLoadable/consecutiveFailures`` of the loadable (or of
+    /// what it stands for), for snapshots; `nil` when it keeps no such record (a group).
+    var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? { get }
 }
 
 extension PureLoadable {
@@ -373,6 +606,21 @@ extension PureLoadable {
 extension LoadableCoreOwner {
     package func observersDidBecomeNonEmpty() {}
     package func observersDidBecomeEmpty() {}
+    package func didBeginUse() {}
+    package func didEndUse() {}
+    package var untrackedIsStale: Bool { core.isStaleByInvalidationOrAge }
+    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? { nil }
+
+    /// Counts one use of this loadable; the first calls ``didBeginUse()``.
+    package func beginUse() {
+        if core.addUse() { didBeginUse() }
+    }
+
+    /// Ends one use of this loadable; the last calls ``didEndUse()``. Does nothing when none is
+    /// counted.
+    package func endUse() {
+        if core.removeUse() { didEndUse() }
+    }
 
     /// Registers `handler` with the core and returns the token that keeps it registered.
     package func registerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {

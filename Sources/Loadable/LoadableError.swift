@@ -10,11 +10,14 @@
 public enum LoadableError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The loadable failed to sync (or ended a sync without contents) and gave no error of its own.
     case unspecified
+    /// The sync ran longer than the loadable's `syncTimeout` and was cancelled.
+    case timedOut
 
     /// A readable explanation of the error.
     public var description: String {
         switch self {
         case .unspecified: "The loadable failed to sync without giving a reason"
+        case .timedOut: "The sync took longer than the loadable's syncTimeout and was cancelled"
         }
     }
 }

@@ -128,10 +128,33 @@ private func isRunningOnMainQueue() -> Bool {
     DispatchQueue.getSpecific(key: mainQueueKey) == true
 }
 
+/// Runs `body` on the main actor: now if this is the main actor (a `deinit` on the main thread),
+/// otherwise in a task (a main-actor object released on another thread).
+package func runOnMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
+    if isRunningOnMainQueue() {
+        MainActor.assumeIsolated { body() }
+    } else {
+        Task { @MainActor in body() }
+    }
+}
+
 /// What a ``LoadableObservation`` token points at: something that registered an observer under
 /// an identifier and can remove it.
 @MainActor
 package protocol ObserverRegistry: AnyObject, Sendable {
     /// Removes the observer `id` (called by its token).
     func unregisterObserver(_ id: Int)
+}
+
+/// A main-actor object (every loadable is one) carried where the compiler cannot see that it is
+/// `Sendable`: a generic parameter constrained to a main-actor protocol, read in a `deinit` to
+/// be handed back to the main actor.
+package struct MainActorObject<Value>: @unchecked Sendable {
+    /// The object; use it on the main actor only.
+    package let value: Value
+
+    /// Wraps `value`, which must be isolated to the main actor.
+    package init(_ value: Value) {
+        self.value = value
+    }
 }

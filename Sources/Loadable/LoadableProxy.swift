@@ -46,6 +46,22 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
         }
     }
 
+    /// Invalidates the target. Without a target it does nothing: there are no contents to mark
+    /// stale (a sync asked for without a target is already replayed on the target).
+    public func invalidate() {
+        target?.invalidate()
+    }
+
+    /// Cancels the target's sync; without a target, drops a sync asked for meanwhile (the proxy
+    /// goes back to ``LoadableState/idle``).
+    public func cancelSync() {
+        if let target {
+            target.cancelSync()
+        } else if core.state == .syncing {
+            setOwnState(.idle)
+        }
+    }
+
     private func requestSyncWithoutTarget() {
         guard core.state != .syncing else { return }
         setOwnState(.syncing)

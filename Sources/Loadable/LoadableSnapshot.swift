@@ -20,6 +20,11 @@ public struct LoadableSnapshot<Contents> {
     public var error: (any Error)?
     /// Whether the loadable reported its contents as available.
     public var isContentsAvailable: Bool
+    /// The error of the last failure, kept while a retry runs, until a sync succeeds (see
+    /// ``PushLoadable/lastError``).
+    public var lastError: (any Error)?
+    /// The number of failures since the last successful sync.
+    public var consecutiveFailures: Int
 
     /// Creates a snapshot from its parts.
     ///
@@ -28,17 +33,27 @@ public struct LoadableSnapshot<Contents> {
     ///   - contents: The contents, if any.
     ///   - error: The error of the last failure, if any.
     ///   - isContentsAvailable: Whether contents are available; defaults to `contents != nil`.
+    ///   - lastError: The error of the last failure, kept until a success; defaults to `error`.
+    ///   - consecutiveFailures: Failures since the last success; defaults to 1 for a failed state,
+    ///     0 otherwise.
     public init(
         state: LoadableState,
         contents: Contents? = nil,
         error: (any Error)? = nil,
-        isContentsAvailable: Bool? = nil
+        isContentsAvailable: Bool? = nil,
+        lastError: (any Error)? = nil,
+        consecutiveFailures: Int? = nil
     ) {
         self.state = state
         self.contents = contents
         self.error = error
         self.isContentsAvailable = isContentsAvailable ?? (contents != nil)
+        self.lastError = lastError ?? error
+        self.consecutiveFailures = consecutiveFailures ?? (state == .didFailToSync ? 1 : 0)
     }
+
+    /// Whether a sync runs after one or more failures: "retrying", as opposed to "refreshing".
+    public var isRetrying: Bool { state == .syncing && consecutiveFailures > 0 }
 
     /// What a view should show, as one value to `switch` over.
     public enum Phase {
@@ -85,6 +100,7 @@ extension LoadableSnapshot: CustomStringConvertible {
     public var description: String {
         var text = "\(state), contents available: \(isContentsAvailable ? "yes" : "no")"
         if let error { text += ", error: \(error)" }
+        if consecutiveFailures > 0 { text += ", failures: \(consecutiveFailures)" }
         return "<\(text)>"
     }
 }

@@ -85,7 +85,18 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     }
 }
 
-extension MappedLoadable: LoadableCoreOwner {}
+extension MappedLoadable: LoadableCoreOwner {
+    /// Passes "in use" on to a syncable source.
+    package func didBeginUse() { (source as? any SyncableLoadable)?.beginUseIfCounted() }
+    package func didEndUse() { (source as? any SyncableLoadable)?.endUseIfCounted() }
+    /// The source's staleness.
+    /// The failure record of what this loadable stands for.
+    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
+        (source as? any LoadableCoreOwner)?.failureRecord
+    }
+
+    package var untrackedIsStale: Bool { source.isStaleUntracked }
+}
 
 extension MappedLoadable: @MainActor CustomStringConvertible {
     /// `<MappedLoadable<Source, Contents>: state, contents available: yes|no>`.
@@ -102,6 +113,10 @@ extension MappedLoadable: SyncableLoadable where Source: SyncableLoadable {
     public func sync() { source.sync() }
     /// Asks the source to sync if needed.
     public func syncIfNeeded() { source.syncIfNeeded() }
+    /// Invalidates the source.
+    public func invalidate() { source.invalidate() }
+    /// Cancels the source's sync.
+    public func cancelSync() { source.cancelSync() }
 }
 
 extension ContentsLoadable {

@@ -31,21 +31,37 @@ package struct ObserverList {
     // which then costs no array allocation. `first` is `nil` only when `rest` is empty.
     private var first: Entry?
     private var rest: ContiguousArray<Entry> = []
+    // The small fields come last, packed, so that the core can pack its own one-byte fields and
+    // its 8-byte confirmation time right after (the list takes 42 bytes; see `LoadableCore`).
     /// The number of observers currently registered, of both kinds.
-    package private(set) var count = 0
-    // The small fields come last so that the core can pack its own one-byte fields right after.
-    private var isNotifying = false
-    private var hasQueuedRound = false
-    private var hasRemovedEntries = false
-    /// How many calls of immediate observers are running, one inside the other.
-    private var immediateDepth: UInt8 = 0
+    private var storedCount: UInt32 = 0
     /// The number of immediate observers registered.
     private var immediateCount: UInt32 = 0
+    /// ``isNotifying``, ``hasQueuedRound`` and ``hasRemovedEntries``, one bit each.
+    private var flags: UInt8 = 0
+    /// How many calls of immediate observers are running, one inside the other.
+    private var immediateDepth: UInt8 = 0
+
+    private var isNotifying: Bool {
+        get { flags & 1 != 0 }
+        set { flags = newValue ? flags | 1 : flags & ~1 }
+    }
+    private var hasQueuedRound: Bool {
+        get { flags & 2 != 0 }
+        set { flags = newValue ? flags | 2 : flags & ~2 }
+    }
+    private var hasRemovedEntries: Bool {
+        get { flags & 4 != 0 }
+        set { flags = newValue ? flags | 4 : flags & ~4 }
+    }
+
+    /// The number of observers currently registered, of both kinds.
+    package var count: Int { Int(storedCount) }
 
     package init() {}
 
     /// Whether no observer is registered.
-    package var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { storedCount == 0 }
 
     /// Whether at least one immediate observer is registered.
     package var hasImmediateObservers: Bool { immediateCount > 0 }
@@ -66,7 +82,7 @@ package struct ObserverList {
         } else {
             rest.append(Entry(id: id, handler: handler))
         }
-        count += 1
+        storedCount += 1
         if Self.isImmediate(id) { immediateCount += 1 }
     }
 
@@ -75,7 +91,7 @@ package struct ObserverList {
     package mutating func remove(_ id: Int) -> Handler? {
         if first?.id == id {
             guard let handler = first?.handler.take() else { return nil }
-            count -= 1
+            storedCount -= 1
             if Self.isImmediate(id) { immediateCount -= 1 }
             if isVisiting {
                 hasRemovedEntries = true
@@ -95,7 +111,7 @@ package struct ObserverList {
         guard low < rest.count, rest[low].id == id, let handler = rest[low].handler.take() else {
             return nil
         }
-        count -= 1
+        storedCount -= 1
         if Self.isImmediate(id) { immediateCount -= 1 }
         if isVisiting {
             hasRemovedEntries = true

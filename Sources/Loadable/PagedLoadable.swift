@@ -90,20 +90,27 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// - Parameters:
     ///   - contents: Items to start with (for example from a cache). They are shown until the first
     ///     refresh succeeds; ``hasMorePages`` stays `false` until then.
+    ///   - clock: The clock of the list's freshness and watchdog (see ``Loadable``).
     ///   - loadPage: Loads the page after the given cursor (`nil`: the first page). Started on the
     ///     main actor in a new task, which is cancelled when the load is no longer wanted.
-    public init(contents: [Item]? = nil, loadPage: @escaping @MainActor (Cursor?) async throws -> Page) {
+    public init(
+        contents: [Item]? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        loadPage: @escaping @MainActor (Cursor?) async throws -> Page
+    ) {
         pageLoader = loadPage
-        super.init(contents: contents)
+        super.init(contents: contents, clock: clock)
     }
 
     /// Creates a paged list for a subclass that overrides ``loadPage(after:)``.
     ///
-    /// - Parameter contents: Items to start with (for example from a cache). They are shown until
-    ///   the first refresh succeeds; ``hasMorePages`` stays `false` until then.
-    public override init(contents: [Item]? = nil) {
+    /// - Parameters:
+    ///   - contents: Items to start with (for example from a cache). They are shown until the
+    ///     first refresh succeeds; ``hasMorePages`` stays `false` until then.
+    ///   - clock: The clock of the list's freshness and watchdog (see ``Loadable``).
+    public override init(contents: [Item]? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         pageLoader = nil
-        super.init(contents: contents)
+        super.init(contents: contents, clock: clock)
     }
 
     deinit {

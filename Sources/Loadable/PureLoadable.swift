@@ -49,6 +49,22 @@ public protocol SyncableLoadable: PureLoadable {
     func sync()
     /// Starts a sync if ``needsSync`` is `true`.
     func syncIfNeeded()
+    /// Marks the contents stale: "what you have is out of date".
+    ///
+    /// While a sync runs, exactly one more sync starts when it ends (whether it succeeds or
+    /// fails), however many times this is called during it, so a change on the server that the
+    /// running sync may have missed is never lost; ``cancelSync()`` drops that pending sync.
+    /// Otherwise the loadable is marked stale and observers are notified once; if it is in use
+    /// (see ``isInUse``) it syncs at once, otherwise on its next ``syncIfNeeded()``.
+    ///
+    /// Composite loadables pass it on: groups to their members, proxies to their target.
+    func invalidate()
+    /// Cancels the running sync, if any, and goes back to the state from before it.
+    ///
+    /// Composite loadables pass it on: proxies to their target; groups and chains cancel only the
+    /// member syncs they started themselves, never a sync another user of the member started.
+    /// Does nothing when not syncing.
+    func cancelSync()
 }
 
 /// A loadable with typed contents.

@@ -30,6 +30,7 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     public var target: Target? {
         didSet {
             guard oldValue !== target else { return }
+            targetDidChange(from: oldValue)
             targetObservation?.cancel()
             targetObservation = nil
             if let target { subscribe(to: target) }
@@ -93,6 +94,13 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
         loadableDescription(details: ", target: \(target.map { String(describing: $0) } ?? "none")")
     }
 
+    /// Passes "in use" from the old target to the new one (see `SyncableLoadable.isInUse`).
+    private func targetDidChange(from oldTarget: Target?) {
+        guard core.isInUse else { return }
+        (target as? any SyncableLoadable)?.beginUseIfCounted()
+        (oldTarget as? any SyncableLoadable)?.endUseIfCounted()
+    }
+
     /// Called with a new target before the proxy subscribes to it.
     package func targetWillBeObserved(_ target: Target) {}
 
@@ -121,6 +129,19 @@ extension PureLoadableProxy: LoadableCoreOwner {
         if let target = target as? any LoadableCoreOwner { return target.untrackedStatus }
         return (target.loadableState, target.isContentsAvailable)
     }
+
+    /// Passes "in use" on to a syncable target.
+    package func didBeginUse() { (target as? any SyncableLoadable)?.beginUseIfCounted() }
+    /// Ends the target's use through this proxy.
+    package func didEndUse() { (target as? any SyncableLoadable)?.endUseIfCounted() }
+
+    /// The target's staleness; `false` without a target.
+    /// The failure record of what this loadable stands for.
+    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
+        (target as? any LoadableCoreOwner)?.failureRecord
+    }
+
+    package var untrackedIsStale: Bool { target?.isStaleUntracked ?? false }
 }
 
 extension PureLoadableProxy: ContentsLoadable where Target: ContentsLoadable {

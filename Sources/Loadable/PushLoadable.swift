@@ -74,6 +74,25 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         return core.hasContents
     }
 
+    /// The error of the last failed sync, kept while the next sync runs (and while the state is
+    /// anything else) until a sync succeeds.
+    ///
+    /// ``error`` is `nil` while a retry runs; this is not, so a view can keep showing "couldn't
+    /// load, retrying" instead of flipping from the error to a spinner and back.
+    public final var lastError: (any Error)? {
+        core.trackAccess()
+        return core.lastError
+    }
+
+    /// The number of failures (``setDidFailToSync(_:)`` calls) since the last successful sync.
+    ///
+    /// With ``lastError``, it tells "retrying after a failure" (syncing, `consecutiveFailures > 0`)
+    /// from "refreshing" (syncing, `0`).
+    public final var consecutiveFailures: Int {
+        core.trackAccess()
+        return core.consecutiveFailures
+    }
+
     /// Whether at least one observer is registered through ``addObserver(_:)``.
     public final var hasObservers: Bool { core.hasObservers }
 
@@ -123,6 +142,44 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         update(state: .idle, error: nil)
     }
 
+    /// Writes new contents without a sync: what an app does after a "create" call answered with
+    /// the new item.
+    ///
+    /// The state, the error and any running sync are left alone (a later sync result still
+    /// lands); the contents count as just confirmed (the age restarts and an invalidation is
+    /// forgotten). Notifies once.
+    ///
+    /// - Parameter contents: The new contents.
+    public final func setContents(_ contents: Contents) {
+        core.willChange()
+        storedContents = contents
+        core.hasContents = true
+        core.confirmContents()
+        finishChange(endingSync: false)
+    }
+
+    /// Changes the contents in place without a sync, as ``setContents(_:)`` does.
+    ///
+    /// Does nothing when there are no contents. While `body` runs, the contents are taken out of
+    /// the loadable (so that changing them copies nothing): reading ``contents`` inside `body`
+    /// gives `nil`.
+    ///
+    /// ```swift
+    /// posts.updateContents { $0.insert(created, at: 0) }
+    /// ```
+    ///
+    /// - Parameter body: Changes the contents.
+    public final func updateContents(_ body: (inout Contents) -> Void) {
+        guard var contents = storedContents else { return }
+        storedContents = nil
+        body(&contents)
+        core.willChange()
+        storedContents = contents
+        core.hasContents = true
+        core.confirmContents()
+        finishChange(endingSync: false)
+    }
+
     /// Notifies observers that the contents changed in place (the state stays as it is).
     public final func notifyDidChange() {
         core.willChange()
@@ -137,8 +194,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   - error: The new error; must be `nil` when `state` is ``LoadableState/syncing``.
     package final func update(state: LoadableState, error: (any Error)?) {
         core.willChange()
+        let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
-        core.didChange(NotificationSubject(self))
+        recordOutcome(state)
+        finishChange(endingSync: endsSync)
     }
 
     /// Stores a new state, error and contents with one Observation mutation, then notifies
@@ -150,17 +209,58 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   - contents: The new contents.
     package final func update(state: LoadableState, error: (any Error)?, contents: Contents) {
         core.willChange()
+        let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
         storedContents = contents
         core.hasContents = true
+        recordOutcome(state)
+        finishChange(endingSync: endsSync)
+    }
+
+    /// Counts a failure, or records a success (the contents are confirmed, the failures forgotten).
+    @inline(__always)
+    private func recordOutcome(_ state: LoadableState) {
+        switch state {
+        case .didSyncSuccessfully: core.recordSuccess()
+        case .didFailToSync: core.recordFailure()
+        case .idle, .syncing: break
+        }
+    }
+
+    /// Ends a change: notifies, through ``notifyAfterFreshnessChange(endingSync:)`` when the
+    /// loadable has freshness work to do (a sync pending after this one, a slow sync to clear,
+    /// a deadline to set).
+    @inline(__always)
+    final func finishChange(endingSync: Bool) {
+        if (endingSync && !core.freshness.isEmpty) || core.extras?.hasDeadlines == true {
+            notifyAfterFreshnessChange(endingSync: endingSync)
+        } else {
+            core.didChange(NotificationSubject(self))
+        }
+    }
+
+    /// Notifies observers of a change that has freshness work to do; ``Loadable`` does it.
+    func notifyAfterFreshnessChange(endingSync: Bool) {
         core.didChange(NotificationSubject(self))
     }
+
+    /// Called when the first observer arrived or the last one left, before the public hooks.
+    func observersDidChange() {}
+
+    /// Called when the first use began (see `SyncableLoadable.isInUse`): calls the core's
+    /// ``LoadableCoreExtras/useDidChange``, through which a loadable made of others (a chain)
+    /// passes "in use" on.
+    package func didBeginUse() { core.extras?.useDidChange?(true) }
+
+    /// Called when the last use ended: calls the core's ``LoadableCoreExtras/useDidChange``.
+    package func didEndUse() { core.extras?.useDidChange?(false) }
 
     /// Goes back to the state and error the loadable had before the current sync began, with one
     /// Observation mutation, then notifies observers. Contents are untouched.
     final func restoreStateBeforeSyncing() {
         core.willChange()
         core.storeStateBeforeSyncing()
+        core.freshness.subtract([.pendingSync, .slowSync])
         core.didChange(NotificationSubject(self))
     }
 
@@ -184,6 +284,21 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 }
 
 extension PushLoadable: LoadableCoreOwner {
-    package func observersDidBecomeNonEmpty() { didAddFirstObserver() }
-    package func observersDidBecomeEmpty() { didRemoveLastObserver() }
+    package func observersDidBecomeNonEmpty() {
+        observersDidChange()
+        didAddFirstObserver()
+    }
+
+    package func observersDidBecomeEmpty() {
+        observersDidChange()
+        didRemoveLastObserver()
+    }
+
+    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
+        (core.lastError, core.consecutiveFailures)
+    }
+
+    package var untrackedIsStale: Bool {
+        core.readUntracked { !isContentsAvailable || core.isStaleByInvalidationOrAge }
+    }
 }

@@ -104,6 +104,12 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     /// Calls `syncIfNeeded()` on every syncable member, in member order.
     public func syncIfNeeded() { group.syncIfNeeded() }
 
+    /// Calls `invalidate()` on every syncable member, in member order.
+    public func invalidate() { group.invalidate() }
+
+    /// Cancels the member syncs this loadable started (see `LoadableGroup.cancelSync()`).
+    public func cancelSync() { group.cancelSync() }
+
     /// `<CombinedLoadable<Contents>: state, contents available: yes|no>`.
     public var description: String { loadableDescription() }
 
@@ -118,4 +124,10 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     }
 }
 
-extension CombinedLoadable: LoadableCoreOwner {}
+extension CombinedLoadable: LoadableCoreOwner {
+    /// Passes "in use" on to the members, through the internal group.
+    package func didBeginUse() { group.beginUse() }
+    package func didEndUse() { group.endUse() }
+    /// Whether any syncable member is stale.
+    package var untrackedIsStale: Bool { group.untrackedIsStale }
+}

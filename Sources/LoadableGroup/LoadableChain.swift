@@ -18,7 +18,8 @@
 /// ``isContentsAvailable`` is `true` exactly while the chain is
 /// `LoadableState.didSyncSuccessfully`: a chain has no contents of its own. ``needsSync`` is
 /// `true` while the chain is idle or failed, or while any item needs to sync.
-/// `cancelSync()` stops observing the current item (it does not cancel the item).
+/// `cancelSync()` stops observing the current item, and cancels the item's sync only if the chain
+/// started it.
 ///
 /// Isolated to the main actor; observers are called on the main actor. It does not notify
 /// while moving from one item to the next, only when it starts syncing and when it ends.
@@ -86,6 +87,11 @@ public final class LoadableChain: Loadable<Void> {
     /// from the first new item; otherwise the new items are used by the next sync.
     public var items: [Item] {
         didSet {
+            if core.isInUse {
+                // The new items first, so that an item in both lists stays in use throughout.
+                for item in items { item.loadable.beginUseIfCounted() }
+                for item in oldValue { item.loadable.endUseIfCounted() }
+            }
             guard loadableState == .syncing else { return }
             endRun()
             run(from: 0)
@@ -100,15 +106,20 @@ public final class LoadableChain: Loadable<Void> {
     /// Grows whenever the chain moves on; callbacks and observers of older steps compare it.
     private var step = 0
     private var itemObservation: LoadableObservation?
+    /// Whether the chain started the current item's sync (the item was not syncing before the
+    /// chain asked it): only then does ``cancelSync()`` cancel it.
+    private var startedCurrentItemSync = false
     private var isComputingNeedsSync = false
 
     /// Creates an idle chain.
     ///
-    /// - Parameter items: The steps, in order; may be empty (the chain then succeeds as soon as
-    ///   it syncs).
-    public init(_ items: [Item]) {
+    /// - Parameters:
+    ///   - items: The steps, in order; may be empty (the chain then succeeds as soon as it syncs).
+    ///   - clock: The clock of the chain's freshness and watchdog (see `Loadable`).
+    public init(_ items: [Item], clock: any Clock<Duration> = ContinuousClock()) {
         self.items = items
-        super.init()
+        super.init(clock: clock)
+        core.extrasForWriting.useDidChange = { [weak self] isInUse in self?.useDidChange(isInUse) }
     }
 
     /// `true` exactly while the chain is `LoadableState.didSyncSuccessfully`.
@@ -136,9 +147,32 @@ public final class LoadableChain: Loadable<Void> {
         run(from: 0)
     }
 
-    /// Stops observing the current item. Called by `cancelSync()`.
+    /// Stops observing the current item, and cancels its sync if the chain started it. Called by
+    /// `cancelSync()` (and by the watchdog).
     public override func doCancelSync() {
+        let item = currentIndex.map { items[$0].loadable }
+        let startedByChain = startedCurrentItemSync
         endRun()
+        if startedByChain, let item, item.loadableState == .syncing { item.cancelSync() }
+    }
+
+    /// Marks every item stale without syncing them one by one, then applies the rule of every
+    /// loadable to the chain: while it syncs, it runs once more when it ends; otherwise, in use,
+    /// it runs again now, in order (so a token item refreshes before the items that need it);
+    /// not in use, it is only marked stale.
+    public override func invalidate() {
+        let wasDeferring = LoadableCore.isDeferringInvalidationSyncs
+        LoadableCore.isDeferringInvalidationSyncs = true
+        for item in items { item.loadable.invalidate() }
+        LoadableCore.isDeferringInvalidationSyncs = wasDeferring
+        super.invalidate()
+    }
+
+    /// Passes "in use" on to the items, or ends their use through this chain.
+    private func useDidChange(_ isInUse: Bool) {
+        for item in items {
+            if isInUse { item.loadable.beginUseIfCounted() } else { item.loadable.endUseIfCounted() }
+        }
     }
 
     // MARK: - Steps
@@ -147,6 +181,7 @@ public final class LoadableChain: Loadable<Void> {
     private func endRun() {
         step += 1
         currentIndex = nil
+        startedCurrentItemSync = false
         itemObservation?.cancel()
         itemObservation = nil
     }
@@ -165,7 +200,9 @@ public final class LoadableChain: Loadable<Void> {
             }
             currentIndex = index
             let item = items[index].loadable
+            let wasSyncing = item.loadableState == .syncing
             item.syncIfNeeded()
+            startedCurrentItemSync = !wasSyncing && item.loadableState == .syncing
             // The item's observers may have cancelled, restarted or reconfigured the chain.
             guard step == self.step, loadableState == .syncing else { return }
             if item.loadableState == .syncing {

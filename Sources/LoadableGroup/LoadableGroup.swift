@@ -60,7 +60,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     ///
     /// - Complexity: O(n) in the number of syncable members, plus their own work.
     public final func sync() {
-        for member in syncableMembers { member.sync() }
+        startSyncs { $0.sync() }
     }
 
     /// Calls `syncIfNeeded()` on every syncable member, in member order.
@@ -70,6 +70,24 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     ///
     /// - Complexity: O(n) in the number of syncable members, plus their own work.
     public final func syncIfNeeded() {
-        for member in syncableMembers { member.syncIfNeeded() }
+        startSyncs { $0.syncIfNeeded() }
+    }
+
+    /// Calls `invalidate()` on every syncable member, in member order.
+    ///
+    /// Each member applies the rule itself: one syncing now syncs once more when it ends; one in
+    /// use syncs at once (a group in use passes "in use" to its members); others are marked stale.
+    ///
+    /// - Complexity: O(n) in the number of syncable members, plus their own work.
+    public final func invalidate() {
+        invalidateMembers()
+    }
+
+    /// Cancels the member syncs that this group started (through ``sync()`` or
+    /// ``syncIfNeeded()``) and that still run; a member sync someone else started is left alone.
+    ///
+    /// - Complexity: O(k log k) for the k member syncs the group started, plus their own work.
+    public final func cancelSync() {
+        cancelStartedSyncs()
     }
 }

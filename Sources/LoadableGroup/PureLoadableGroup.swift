@@ -104,6 +104,14 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
     /// ``members``.
     private(set) var syncableMembers: [any SyncableLoadable] = []
 
+    /// The index in ``members`` of each of ``syncableMembers``.
+    private var syncableIndices: [Int] = []
+
+    /// The indices of the members whose running sync this group started (see
+    /// ``startSyncs(_:)``): the only member syncs ``cancelStartedSyncs()`` may cancel. An index
+    /// leaves the set when its member stops syncing.
+    private var startedSyncs: Set<Int> = []
+
     /// The members that are groups themselves, in member order (with repeats); found once per
     /// assignment of ``members``.
     private var nestedGroups: [PureLoadableGroup] = []
@@ -241,9 +249,12 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         for entry in oldEntries { entry.observation?.cancel() }
         for group in nestedGroups { group.removeParent(weakReference) }
 
+        startedSyncs = []
+        let oldSyncable = syncableMembers
         let members = members
         entries.reserveCapacity(members.count)
         var syncable: [any SyncableLoadable] = []
+        var syncableIndices: [Int] = []
         syncable.reserveCapacity(members.count)
         let reference = weakReference
         var groups: [PureLoadableGroup] = []
@@ -256,7 +267,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
             entries.append(
                 MemberEntry(state: state, isContentsAvailable: isContentsAvailable, untracked: untracked))
             tally.add(state, isContentsAvailable: isContentsAvailable)
-            if let member = member as? any SyncableLoadable { syncable.append(member) }
+            if let member = member as? any SyncableLoadable {
+                syncable.append(member)
+                syncableIndices.append(index)
+            }
             // Immediate: the group is up to date at every change of the member, even one made
             // while the member's observers are being notified.
             let handler: ObserverList.Handler = { _ in
@@ -271,8 +285,65 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
             entries[index].observation = observation
         }
         syncableMembers = syncable
+        self.syncableIndices = syncableIndices
         nestedGroups = groups
         for group in groups { group.addParent(reference) }
+        if core.isInUse {
+            // The new members first, so that a member in both lists stays in use throughout.
+            for member in syncable { member.beginUseIfCounted() }
+            for member in oldSyncable { member.endUseIfCounted() }
+        }
+    }
+
+    // MARK: - Use, syncs and staleness
+
+    /// Passes "in use" on to the syncable members.
+    package func didBeginUse() {
+        for member in syncableMembers { member.beginUseIfCounted() }
+    }
+
+    /// Ends the syncable members' use through this group.
+    package func didEndUse() {
+        for member in syncableMembers { member.endUseIfCounted() }
+    }
+
+    /// Whether any syncable member is stale.
+    package var untrackedIsStale: Bool {
+        syncableMembers.contains { $0.isStaleUntracked }
+    }
+
+    /// Asks each syncable member, in member order, through `start` (`sync()` or
+    /// `syncIfNeeded()`), and notes the members whose sync that call started.
+    ///
+    /// The members asked are those of the moment the call starts, even if an observer reassigns
+    /// ``members`` meanwhile (their syncs are then not noted).
+    func startSyncs(_ start: (any SyncableLoadable) -> Void) {
+        let members = syncableMembers
+        let indices = syncableIndices
+        let generation = generation
+        for (member, index) in zip(members, indices) {
+            let wasSyncing = entries[index].state == .syncing
+            start(member)
+            guard generation == self.generation, !wasSyncing else { continue }
+            if entries[index].state == .syncing { startedSyncs.insert(index) }
+        }
+    }
+
+    /// Cancels the member syncs this group started that still run, in member order; never a
+    /// sync another user of the member started.
+    func cancelStartedSyncs() {
+        guard !startedSyncs.isEmpty else { return }
+        let indices = startedSyncs.sorted()
+        startedSyncs = []
+        let members = members
+        for index in indices {
+            (members[index] as? any SyncableLoadable)?.cancelSync()
+        }
+    }
+
+    /// Invalidates every syncable member, in member order.
+    func invalidateMembers() {
+        for member in syncableMembers { member.invalidate() }
     }
 
     // MARK: - Loops
@@ -363,6 +434,7 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         tally.add(state, isContentsAvailable: isContentsAvailable)
         entries[index].state = state
         entries[index].isContentsAvailable = isContentsAvailable
+        if state != .syncing, !startedSyncs.isEmpty { startedSyncs.remove(index) }
         guard !isSubscribing else { return }
         update()
     }

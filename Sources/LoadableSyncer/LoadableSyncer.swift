@@ -34,7 +34,8 @@
 /// ```
 ///
 /// The syncer holds its loadable **weakly** (a loadable may own its syncer); once the loadable is
-/// gone the syncer does nothing. Releasing the syncer cancels its timer. Where UIKit or AppKit exist,
+/// gone the syncer does nothing. While the syncer lives, its loadable is in use
+/// (`SyncableLoadable.isInUse`): an `invalidate()` syncs it at once. Releasing the syncer cancels its timer. Where UIKit or AppKit exist,
 /// ``appDidBecomeActive()`` is called on the application's did-become-active notification; elsewhere
 /// call it yourself (from a SwiftUI `scenePhase` change, for example).
 ///
@@ -78,6 +79,8 @@ public final class LoadableSyncer {
     private var observation: LoadableObservation?
     private var timer = ClockTimer()
     private var activationObserver: AppActivationObserver?
+    /// Keeps the loadable in use (without keeping it alive) for as long as the syncer lives.
+    private let use: WeakLoadableUse
 
     /// Creates a syncer for `loadable` and starts watching it.
     ///
@@ -99,6 +102,7 @@ public final class LoadableSyncer {
         self.syncPolicy = syncPolicy
         self.machine = SyncerStateMachine(policy: timeoutPolicy, syncPolicy: syncPolicy)
         self.clock = ElapsedClock(clock)
+        use = WeakLoadableUse(loadable)
         observation = loadable.addObserver { [weak self] _ in
             self?.loadableDidChange()
         }

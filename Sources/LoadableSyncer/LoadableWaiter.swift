@@ -58,7 +58,9 @@ public final class LoadableWaiter<Target: PureLoadable> {
     /// let waiter = LoadableWaiter(token, condition: .didSyncSuccessfully, timeout: .seconds(5))
     /// ```
     public enum Condition: Sendable, Hashable, CaseIterable {
-        /// `PureLoadable.isContentsAvailable` is `true` (stale contents count).
+        /// `PureLoadable.isContentsAvailable` is `true` and the contents are not stale: not
+        /// invalidated since they were last confirmed, and not older than the loadable's `maxAge`
+        /// (see `Loadable.isStale`; for a group, no syncable member is stale).
         case contentsAvailable
         /// The state is `LoadableState.didSyncSuccessfully`.
         case didSyncSuccessfully
@@ -155,7 +157,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
     /// Whether the condition holds now.
     public var isConditionMet: Bool {
         switch condition {
-        case .contentsAvailable: target.isContentsAvailable
+        case .contentsAvailable: target.isContentsAvailable && !target.isStaleUntracked
         case .didSyncSuccessfully: target.loadableState == .didSyncSuccessfully
         }
     }

@@ -27,6 +27,8 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
     /// The state, observers and Observation registrar.
     package let core = LoadableCore()
     private var storedError: (any Error)?
+    /// The error when ``sync()`` began, restored by ``cancelSync()``.
+    private var errorBeforeSync: (any Error)?
     private var storedIsContentsAvailable: Bool
     private var storedNeedsSync: Bool?
     private var storedContents: Contents?
@@ -107,6 +109,10 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
     public private(set) var syncCount = 0
     /// How many times ``syncIfNeeded()`` was called.
     public private(set) var syncIfNeededCount = 0
+    /// How many times ``invalidate()`` was called.
+    public private(set) var invalidateCount = 0
+    /// How many times ``cancelSync()`` was called.
+    public private(set) var cancelSyncCount = 0
     /// How many observers were added.
     public private(set) var addObserverCount = 0
     /// How many observers were removed (cancelled or released).
@@ -122,6 +128,8 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
     public func resetCounters() {
         syncCount = 0
         syncIfNeededCount = 0
+        invalidateCount = 0
+        cancelSyncCount = 0
         addObserverCount = 0
         removeObserverCount = 0
         resetReadCounts()
@@ -143,6 +151,7 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
     public func sync() {
         syncCount += 1
         guard storedState != .syncing else { return }
+        errorBeforeSync = storedError
         storedError = nil
         loadableState = .syncing
     }
@@ -151,6 +160,22 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
     public func syncIfNeeded() {
         syncIfNeededCount += 1
         if needsSync { sync() }
+    }
+
+    /// Counts the call; nothing else (the test decides what an invalidation does).
+    public func invalidate() {
+        invalidateCount += 1
+    }
+
+    /// Counts the call; while syncing, goes back to the state and error from before the sync
+    /// (notifies). Does nothing else when not syncing.
+    public func cancelSync() {
+        cancelSyncCount += 1
+        guard storedState == .syncing else { return }
+        storedError = errorBeforeSync
+        core.willChange()
+        core.storeStateBeforeSyncing()
+        core.didChange(NotificationSubject(self))
     }
 
     /// Moves to ``LoadableState/idle`` (notifies).

@@ -1,0 +1,159 @@
+public import Observation
+
+/// A use of a loadable that is itself a loadable: while the lease lives, its ``loadable`` is in
+/// use (`SyncableLoadable.isInUse`).
+///
+/// Get one from `SyncableLoadable.lease()` (or from a store). The lease stands for its loadable:
+/// it forwards the state, contents, error, observation, ``sync()``, ``syncIfNeeded()``,
+/// ``invalidate()`` and ``cancelSync()``, so a screen keeps the lease and nothing else, and there
+/// is no separate token to lose. Taking a lease does not sync.
+///
+/// ```swift
+/// final class FeedScreen {
+///     private let feed: LoadableLease<FeedLoadable>
+///     init(feed: FeedLoadable) {
+///         self.feed = feed.lease()
+///         self.feed.syncIfNeeded()
+///     }
+///     func serverSaidFeedChanged() {
+///         feed.invalidate()   // in use: syncs at once (or once more after a running sync)
+///     }
+/// }
+/// ```
+///
+/// The use ends on ``release()`` or when the lease object is released, on any thread (a release
+/// off the main actor is handed to the main actor). After ``release()`` the lease still reads its
+/// loadable, but ``sync()``, ``syncIfNeeded()``, ``invalidate()`` and ``cancelSync()`` do nothing:
+/// a forgotten handle must not drive traffic.
+///
+/// Isolated to the main actor; observers are called on the main actor.
+@MainActor
+public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Observable,
+    @MainActor CustomStringConvertible
+{
+    /// The observers and the Observation registrar of the lease.
+    package let core = LoadableCore()
+    /// The loadable this lease keeps in use; held strongly, and never changes.
+    public var loadable: Value { storedLoadable.value }
+    /// The loadable, in a box that a `deinit` may read: it is a main-actor object, and the
+    /// `deinit` only hands it to the main actor.
+    private let storedLoadable: MainActorObject<Value>
+    private var valueObservation: LoadableObservation?
+    /// Whether the use is alive (not released); read by `deinit`.
+    private var isLive = true
+
+    /// Takes a lease on `loadable`.
+    package init(_ loadable: Value) {
+        storedLoadable = MainActorObject(loadable)
+        // Weakly: the lease may be released on another thread while the loadable notifies.
+        valueObservation = loadable.addFollowerObserver { [weak self] _ in
+            guard let self else { return }
+            self.core.willChange()
+            self.core.didChange(NotificationSubject(self))
+        }
+        beginUse()
+    }
+
+    /// Whether ``release()`` was called.
+    public var isReleased: Bool { !isLive }
+
+    /// Ends the use. Calling it again does nothing.
+    public func release() {
+        guard isLive else { return }
+        isLive = false
+        endUse()
+    }
+
+    deinit {
+        // The lease counts as one use of itself, passed on to its loadable (see `didBeginUse()`);
+        // if it was not released, end the loadable's use, on the main actor.
+        guard isLive else { return }
+        let loadable = storedLoadable
+        runOnMainActor { loadable.value.endUseIfCounted() }
+    }
+
+    /// The loadable's state.
+    public var loadableState: LoadableState {
+        core.trackAccess()
+        return loadable.loadableState
+    }
+
+    /// The loadable's error.
+    public var error: (any Error)? {
+        core.trackAccess()
+        return loadable.error
+    }
+
+    /// The loadable's availability.
+    public var isContentsAvailable: Bool {
+        core.trackAccess()
+        return loadable.isContentsAvailable
+    }
+
+    /// The loadable's `needsSync`.
+    public var needsSync: Bool { loadable.needsSync }
+
+    /// Calls the loadable's `sync()`; does nothing once released.
+    public func sync() {
+        guard !isReleased else { return }
+        loadable.sync()
+    }
+
+    /// Calls the loadable's `syncIfNeeded()`; does nothing once released.
+    public func syncIfNeeded() {
+        guard !isReleased else { return }
+        loadable.syncIfNeeded()
+    }
+
+    /// Calls the loadable's `invalidate()`; does nothing once released.
+    public func invalidate() {
+        guard !isReleased else { return }
+        loadable.invalidate()
+    }
+
+    /// Calls the loadable's `cancelSync()`; does nothing once released.
+    public func cancelSync() {
+        guard !isReleased else { return }
+        loadable.cancelSync()
+    }
+
+    /// Calls `handler` after every change of the loadable until the returned token is cancelled
+    /// or released.
+    ///
+    /// - Parameter handler: Called on the main actor with the lease.
+    /// - Returns: The token that keeps the observation alive.
+    public func addObserver(
+        _ handler: @escaping @MainActor (any PureLoadable) -> Void
+    ) -> LoadableObservation {
+        registerObserver(handler)
+    }
+
+    /// `<LoadableLease<Value>: state, contents available: yes|no, loadable: …>`.
+    public var description: String {
+        loadableDescription(details: ", loadable: \(loadable)")
+    }
+}
+
+extension LoadableLease: LoadableCoreOwner {
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        if let loadable = loadable as? any LoadableCoreOwner { return loadable.untrackedStatus }
+        return (loadable.loadableState, loadable.isContentsAvailable)
+    }
+
+    package func didBeginUse() { loadable.beginUseIfCounted() }
+    package func didEndUse() { loadable.endUseIfCounted() }
+    /// The failure record of what this loadable stands for.
+    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
+        (loadable as? any LoadableCoreOwner)?.failureRecord
+    }
+
+    package var untrackedIsStale: Bool { loadable.isStaleUntracked }
+}
+
+extension LoadableLease: ContentsLoadable where Value: ContentsLoadable {
+    /// The loadable's contents.
+    public var contents: Value.Contents? {
+        core.trackAccess()
+        return loadable.contents
+    }
+}
