@@ -171,7 +171,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         core.willChange()
         core.store(state: .syncing, error: nil)
         core.isSyncAwaitingDoSync = true
-        if let extras = core.extras, extras.hasDeadlines { startWatchdog(extras) }
+        if let extras = core.extras, extras.hasWatchdog { startWatchdog(extras) }
         core.didChange(NotificationSubject(self))
         callDoSyncIfStillAwaited()
     }
@@ -256,7 +256,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         willBeginSync()
         core.store(state: .syncing, error: nil)
         core.isSyncAwaitingDoSync = true
-        if let extras = core.extras, extras.hasDeadlines { startWatchdog(extras) }
+        if let extras = core.extras, extras.hasWatchdog { startWatchdog(extras) }
         core.didChange(NotificationSubject(self))
         callDoSyncIfStillAwaited()
     }
@@ -279,17 +279,17 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
             deadline = Swift.min(deadline ?? time, time)
         }
         if storedState == .syncing {
-            if let timeout = extras.syncTimeout {
-                consider(extras.syncStartedAt &+ LoadableTime.nanoseconds(timeout))
+            if let timeout = extras.syncTimeoutNanoseconds {
+                consider(extras.syncStartedAt &+ timeout)
             }
-            if let slow = extras.slowSyncAfter, !core.freshness.contains(.slowSync) {
-                consider(extras.syncStartedAt &+ LoadableTime.nanoseconds(slow))
+            if let slow = extras.slowSyncAfterNanoseconds, !core.freshness.contains(.slowSync) {
+                consider(extras.syncStartedAt &+ slow)
             }
         }
-        if let maxAge = extras.maxAge, core.hasObservers, let confirmedAt = core.confirmedAt,
+        if let maxAge = extras.maxAgeNanoseconds, core.hasObservers, let confirmedAt = core.confirmedAt,
             core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced])
         {
-            consider(confirmedAt &+ LoadableTime.nanoseconds(maxAge))
+            consider(confirmedAt &+ maxAge)
         }
         return deadline
     }
@@ -302,13 +302,9 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// allocates nothing.
     private func scheduleTimer() {
         guard let extras = core.extras else { return }
-        guard let deadline = nextDeadline(extras) else {
-            if extras.timerDeadline != nil {
-                extras.timer.cancel()
-                extras.timerDeadline = nil
-            }
-            return
-        }
+        // With nothing due, an armed timer is left to wake and find nothing: cancelling it would
+        // cost the next sync a new task.
+        guard let deadline = nextDeadline(extras) else { return }
         if let armed = extras.timerDeadline, armed <= deadline { return }
         extras.timerDeadline = deadline
         let delay = LoadableTime.duration(Swift.max(0, deadline &- core.now))
@@ -324,22 +320,20 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         let now = core.now
         if storedState == .syncing {
             let elapsed = now &- extras.syncStartedAt
-            if let timeout = extras.syncTimeout, elapsed >= LoadableTime.nanoseconds(timeout) {
+            if let timeout = extras.syncTimeoutNanoseconds, elapsed >= timeout {
                 timeOut()
                 scheduleTimer()
                 return
             }
-            if let slow = extras.slowSyncAfter, !core.freshness.contains(.slowSync),
-                elapsed >= LoadableTime.nanoseconds(slow)
-            {
+            if let slow = extras.slowSyncAfterNanoseconds, !core.freshness.contains(.slowSync), elapsed >= slow {
                 core.willChange()
                 core.freshness.insert(.slowSync)
                 core.didChange(NotificationSubject(self))
             }
         }
-        if let maxAge = extras.maxAge, core.hasObservers, let confirmedAt = core.confirmedAt,
+        if let maxAge = extras.maxAgeNanoseconds, core.hasObservers, let confirmedAt = core.confirmedAt,
             core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced]),
-            core.now &- confirmedAt >= LoadableTime.nanoseconds(maxAge)
+            core.now &- confirmedAt >= maxAge
         {
             core.willChange()
             core.freshness.insert(.staleByAgeAnnounced)

@@ -1,5 +1,13 @@
 internal import Observation
 
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
+
 /// The one implementation every loadable type is a façade over: state, error, observers, the
 /// Observation registrar and the notification loop.
 ///
@@ -20,7 +28,9 @@ package final class LoadableCore {
     // observer list's own flags.
     // Unchecked: every access is instantaneous and on the main actor, and no method of the list
     // runs other code (it never releases a handler; see `ObserverList`). This saves two dynamic
-    // checks per notification.
+    // checks per notification. The other unchecked fields (here and in `LoadableCoreExtras`) are
+    // likewise main-actor only and never accessed across a call of other code; left checked,
+    // they cost a sync cycle about 20 runtime calls.
     @exclusivity(unchecked) private var observers = ObserverList()
     private var storedState: LoadableState = .idle
     /// The state before the current sync began, restored by a cancelled sync.
@@ -31,21 +41,21 @@ package final class LoadableCore {
     private var storedIsSyncAwaitingDoSync = false
     /// ``Freshness`` bits: invalidated, a sync pending after the running one, slow sync, stale
     /// by age announced.
-    private var storedFreshness: Freshness = []
+    @exclusivity(unchecked) private var storedFreshness: Freshness = []
     /// When the contents were last confirmed (a successful sync, a write of contents, a restore),
     /// in nanoseconds on the loadable's clock (see ``now``); `Int64.min` when never.
     ///
     /// Stored here rather than in ``extras`` because every loadable that ever synced has one, and
     /// here it costs no byte: the core object is 88 bytes with or without it (a 96-byte malloc
     /// chunk), the list's and the core's small fields packing into the first 64.
-    private var storedConfirmedAt: Int64 = .min
+    @exclusivity(unchecked) private var storedConfirmedAt: Int64 = .min
     /// The error of the last failure, kept until a success (``lastError``): the current error
     /// while the state is ``LoadableState/didFailToSync``, and restored with that state by a
     /// cancelled sync.
     private var storedError: (any Error)?
     /// Everything most loadables never need, created on first use: the Observation registrar,
     /// a custom clock, freshness settings and their timer, the use count, the failure count.
-    private var storedExtras: LoadableCoreExtras?
+    @exclusivity(unchecked) private var storedExtras: LoadableCoreExtras?
 
     /// The state, without telling Observation.
     package var state: LoadableState { storedState }
@@ -134,8 +144,8 @@ package final class LoadableCore {
     /// The default clock (`ContinuousClock`, when no other was given) is read directly; another
     /// clock through the extras.
     package var now: Int64 {
-        guard let clock = storedExtras?.clock else { return LoadableTime.continuousNow }
-        return LoadableTime.nanoseconds(clock.elapsed)
+        guard let extras = storedExtras, extras.hasCustomClock else { return LoadableTime.continuousNow }
+        return extras.customClockNow
     }
 
     /// The loadable's clock, for sleeping on.
@@ -191,9 +201,9 @@ package final class LoadableCore {
     /// or `maxAge` set and reached (or no confirmation yet). Availability is the owner's to add.
     package var isStaleByInvalidationOrAge: Bool {
         if storedFreshness.contains(.invalidated) { return true }
-        guard let maxAge = storedExtras?.maxAge else { return false }
-        guard let age else { return true }
-        return age >= maxAge
+        guard let maxAge = storedExtras?.maxAgeNanoseconds else { return false }
+        guard storedConfirmedAt != .min else { return true }
+        return now &- storedConfirmedAt >= maxAge
     }
 
     /// The extras, created if needed.
@@ -498,33 +508,68 @@ package final class ObservationState {
 @MainActor
 package final class LoadableCoreExtras {
     /// The Observation registrar, created by the first tracked read.
-    package var observation: ObservationState?
+    @exclusivity(unchecked) package var observation: ObservationState?
     /// A clock other than `ContinuousClock`, given at init.
-    package var clock: ElapsedClock?
+    @exclusivity(unchecked) package var clock: ElapsedClock? {
+        didSet { hasCustomClock = clock != nil }
+    }
+    /// Whether ``clock`` is set: checked without copying the clock out.
+    @exclusivity(unchecked) package private(set) var hasCustomClock = false
+
+    /// The time on ``clock``, in nanoseconds; read in place.
+    package var customClockNow: Int64 {
+        LoadableTime.nanoseconds(clock?.elapsed ?? .zero)
+    }
     /// The default clock, made the first time a timer sleeps on it.
-    package var continuousClock: ElapsedClock?
+    @exclusivity(unchecked) package var continuousClock: ElapsedClock?
     /// The number of live uses (see ``LoadableCore/isInUse``).
-    package var useCount = 0
+    @exclusivity(unchecked) package var useCount = 0
     /// Called with `true` when the first use began and `false` when the last one ended, for a
     /// subclass in another module that passes "in use" on (`LoadableChain`).
-    package var useDidChange: (@MainActor (_ isInUse: Bool) -> Void)?
+    @exclusivity(unchecked) package var useDidChange: (@MainActor (_ isInUse: Bool) -> Void)?
     /// Failures since the last success.
-    package var consecutiveFailures = 0
+    @exclusivity(unchecked) package var consecutiveFailures = 0
     /// Contents older than this are stale; `nil`: never stale by age.
-    package var maxAge: Duration?
+    @exclusivity(unchecked) package var maxAge: Duration? {
+        didSet { maxAgeNanoseconds = maxAge.map(LoadableTime.nanoseconds) }
+    }
     /// A sync running this long is cancelled and fails with `LoadableError.timedOut`.
-    package var syncTimeout: Duration?
+    @exclusivity(unchecked) package var syncTimeout: Duration? {
+        didSet { syncTimeoutNanoseconds = syncTimeout.map(LoadableTime.nanoseconds) }
+    }
     /// A sync running this long is announced as slow.
-    package var slowSyncAfter: Duration?
+    @exclusivity(unchecked) package var slowSyncAfter: Duration? {
+        didSet { slowSyncAfterNanoseconds = slowSyncAfter.map(LoadableTime.nanoseconds) }
+    }
+    // The settings again in nanoseconds, converted once: `Duration` arithmetic is 128-bit.
+    /// ``maxAge`` in nanoseconds.
+    @exclusivity(unchecked) package private(set) var maxAgeNanoseconds: Int64? {
+        didSet { updateFlags() }
+    }
+    /// ``syncTimeout`` in nanoseconds.
+    @exclusivity(unchecked) package private(set) var syncTimeoutNanoseconds: Int64? {
+        didSet { updateFlags() }
+    }
+    /// ``slowSyncAfter`` in nanoseconds.
+    @exclusivity(unchecked) package private(set) var slowSyncAfterNanoseconds: Int64? {
+        didSet { updateFlags() }
+    }
     /// Whether any of ``maxAge``, ``syncTimeout``, ``slowSyncAfter`` is set: changes then go
     /// through the loadable's timer bookkeeping.
-    package var hasDeadlines: Bool { maxAge != nil || syncTimeout != nil || slowSyncAfter != nil }
+    @exclusivity(unchecked) package private(set) var hasDeadlines = false
+    /// Whether ``syncTimeout`` or ``slowSyncAfter`` is set: a sync then notes when it began.
+    @exclusivity(unchecked) package private(set) var hasWatchdog = false
+
+    private func updateFlags() {
+        hasWatchdog = syncTimeoutNanoseconds != nil || slowSyncAfterNanoseconds != nil
+        hasDeadlines = hasWatchdog || maxAgeNanoseconds != nil
+    }
     /// When the running sync began, on the core's ``LoadableCore/now`` scale.
-    package var syncStartedAt: Int64 = 0
+    @exclusivity(unchecked) package var syncStartedAt: Int64 = 0
     /// The one timer for every deadline of the loadable (timeout, slow sync, stale by age).
-    package var timer = ClockTimer()
+    @exclusivity(unchecked) package var timer = ClockTimer()
     /// The time the armed ``timer`` wakes at; `nil` when not armed.
-    package var timerDeadline: Int64?
+    @exclusivity(unchecked) package var timerDeadline: Int64?
 
     init() {}
 
@@ -540,7 +585,34 @@ package enum LoadableTime {
     private static let origin = ContinuousClock.now
 
     /// `ContinuousClock.now`, in nanoseconds since ``origin``.
-    package static var continuousNow: Int64 { nanoseconds(origin.duration(to: .now)) }
+    ///
+    /// Read from the system clock that `ContinuousClock` reads (`CLOCK_BOOTTIME` on Linux,
+    /// `CLOCK_MONOTONIC_RAW` on Apple platforms) where it is known, since that costs a fraction
+    /// of `ContinuousClock.now` followed by 128-bit `Duration` arithmetic; every loadable with
+    /// the default clock records the time of each success.
+    package static var continuousNow: Int64 {
+        #if os(Linux) || os(Android)
+            var time = timespec()
+            clock_gettime(CLOCK_BOOTTIME, &time)
+            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec) &- originNanoseconds
+        #elseif canImport(Darwin)
+            return Int64(bitPattern: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW)) &- originNanoseconds
+        #else
+            return nanoseconds(origin.duration(to: .now))
+        #endif
+    }
+
+    #if os(Linux) || os(Android)
+        /// The system clock's reading when the scale began: readings are kept small.
+        private static let originNanoseconds: Int64 = {
+            var time = timespec()
+            clock_gettime(CLOCK_BOOTTIME, &time)
+            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+        }()
+    #elseif canImport(Darwin)
+        /// The system clock's reading when the scale began: readings are kept small.
+        private static let originNanoseconds = Int64(bitPattern: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW))
+    #endif
 
     /// `duration` in whole nanoseconds, saturating at the ends of `Int64`.
     package static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -37,10 +37,13 @@ func runSyncCycle(_ settings: Settings, into report: inout Report) {
     /// beforehand, as a SwiftUI view or `withObservationTracking` does, so that it owns an
     /// Observation registrar and each of the two changes pays its one registrar mutation
     /// (`willSet` + `didSet`).
-    func syncCycles(readFirst: Bool) -> Sample {
+    ///
+    /// `configure` sets freshness options (`maxAge`, the watchdog) before the cycles.
+    func syncCycles(readFirst: Bool, configure: (ImmediateLoadable) -> Void = { _ in }) -> Sample {
         best(of: settings.runs) {
             let counter = Counter()
             let loadable = ImmediateLoadable()
+            configure(loadable)
             if readFirst { _ = loadable.loadableState }
             let token = loadable.addObserver { _ in counter.value &+= 1 }
             let stopwatch = Stopwatch.start()
@@ -53,6 +56,13 @@ func runSyncCycle(_ settings: Settings, into report: inout Report) {
     }
     let loadable = syncCycles(readFirst: false)
     let readLoadable = syncCycles(readFirst: true)
+    // Freshness: each success records the time (the same in every row); with `maxAge` it also
+    // checks the stale timer, which stays armed for the earliest deadline and is not re-armed.
+    let maxAgeLoadable = syncCycles(readFirst: false) { $0.maxAge = .seconds(3600) }
+    let watchdogLoadable = syncCycles(readFirst: false) {
+        $0.syncTimeout = .seconds(60)
+        $0.slowSyncAfter = .seconds(5)
+    }
 
     let combine = best(of: settings.runs) {
         let counter = Counter()
@@ -97,6 +107,20 @@ func runSyncCycle(_ settings: Settings, into report: inout Report) {
             allocationsPerOperation: readLoadable.allocations(per: cycles),
             baseline: "OpenCombine CurrentValueSubject ×2", baselineValue: combineNanoseconds,
             ratio: readNanoseconds / combineNanoseconds))
+    let maxAgeNanoseconds = maxAgeLoadable.nanoseconds(per: cycles)
+    report.add(
+        Row(
+            scenario: "sync cycle with maxAge set", value: maxAgeNanoseconds, unit: "ns/op",
+            allocationsPerOperation: maxAgeLoadable.allocations(per: cycles),
+            baseline: "sync cycle", baselineValue: loadableNanoseconds,
+            ratio: maxAgeNanoseconds / loadableNanoseconds))
+    let watchdogNanoseconds = watchdogLoadable.nanoseconds(per: cycles)
+    report.add(
+        Row(
+            scenario: "sync cycle with syncTimeout + slowSyncAfter", value: watchdogNanoseconds, unit: "ns/op",
+            allocationsPerOperation: watchdogLoadable.allocations(per: cycles),
+            baseline: "sync cycle", baselineValue: loadableNanoseconds,
+            ratio: watchdogNanoseconds / loadableNanoseconds))
     report.add(
         Row(
             scenario: "sync cycle: OpenCombine two sends", value: combineNanoseconds, unit: "ns/op",
@@ -117,9 +141,18 @@ func runSyncCycle(_ settings: Settings, into report: inout Report) {
             name: "sync cycle vs OpenCombine's two sends", target: "<= 0.50x",
             measured: String(format: "%.2fx (%.1f ns vs %.1f ns)", ratio, loadableNanoseconds, combineNanoseconds),
             holds: ratio <= 0.5))
-    let allocations = max(loadable.allocations(per: cycles), readLoadable.allocations(per: cycles))
+    let maxAgeRatio = maxAgeNanoseconds / loadableNanoseconds
     report.add(
         Goal(
-            name: "sync cycle allocations", target: "0 per cycle",
+            name: "sync cycle with maxAge vs without", target: "<= 1.20x",
+            measured: String(
+                format: "%.2fx (%.1f ns vs %.1f ns)", maxAgeRatio, maxAgeNanoseconds, loadableNanoseconds),
+            holds: maxAgeRatio <= 1.2))
+    let allocations =
+        [loadable, readLoadable, maxAgeLoadable, watchdogLoadable]
+        .map { $0.allocations(per: cycles) }.max() ?? 0
+    report.add(
+        Goal(
+            name: "sync cycle allocations (plain, observed, maxAge, watchdog)", target: "0 per cycle",
             measured: String(format: "%.2f per cycle", allocations), holds: allocations < 0.01))
 }
