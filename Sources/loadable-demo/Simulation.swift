@@ -52,12 +52,14 @@ final class AuthService {
     }
 }
 
-/// A simulated API server: answers after a random latency; a path can be made to fail once.
+/// A simulated API server: answers after a random latency; a path can be made to fail once, or to
+/// hang once (its answer never comes: only a timeout ends that request).
 @MainActor
 final class APIServer {
     private var random: SeededRandomNumberGenerator
     private let clock: ManualClock
     var glitches: Set<String> = []
+    var stalls: Set<String> = []
 
     init(seed: UInt64, clock: ManualClock) {
         random = SeededRandomNumberGenerator(seed: seed)
@@ -68,6 +70,7 @@ final class APIServer {
         let latency = Duration.microseconds(Int64.random(in: 80_000...300_000, using: &random))
         let count = Int.random(in: 1...9, using: &random)
         let fails = glitches.remove(path) != nil
+        if stalls.remove(path) != nil { try await clock.sleep(for: .seconds(3600)) }
         try await clock.sleep(for: latency)
         if fails { throw DemoError.serverGlitch(path) }
         return (1...count).map { "\(path.dropFirst()) #\($0)" }

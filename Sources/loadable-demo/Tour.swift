@@ -17,6 +17,9 @@ final class Tour {
     let api: APIClient
     let feeds: [(name: String, loadable: AsyncLoadable<[String]>)]
     let group: LoadableGroup
+    /// The feed screen's lease on its group: while the screen is open the feeds are in use, so an
+    /// invalidation refreshes them at once.
+    let screen: LoadableLease<LoadableGroup>
     private var tasks: [Task<Void, Never>] = []
     private var observations: [LoadableObservation] = []
 
@@ -35,12 +38,19 @@ final class Tour {
             clock: clock)
         api = APIClient(token: token, server: server, clock: clock, timeline: timeline, stats: stats)
         let api = api
+        let clock = clock
         feeds = ["/profile", "/photos", "/notifications"].map { path in
-            (String(path.dropFirst()), AsyncLoadable { try await api.request(path) })
+            let feed = AsyncLoadable(clock: clock) { try await api.request(path) }
+            // The watchdog: "still loading…" after 1 s, give up after 3 s (a lost answer must not
+            // leave a spinner forever).
+            feed.slowSyncAfter = .seconds(1)
+            feed.syncTimeout = .seconds(3)
+            return (String(path.dropFirst()), feed)
         }
         // Watch the token and the feeds before the group exists, so their lines come before the
         // group's (observers are called in the order they were added).
         group = LoadableGroup([], policy: .strict)
+        screen = group.lease()  // the members set below become in use with the group
         watchEverything()
         group.members = feeds.map(\.loadable)
         watchGroup()
@@ -58,12 +68,27 @@ final class Tour {
         at(1.5) { self.sendMessage(1) }
         at(4.0) { self.sendMessage(2) }
         at(7.5) { self.sendMessage(3) }
+        at(9.0) {
+            self.timeline.log("user", "pull to refresh", "")
+            self.group.sync()
+        }
+        at(9.05) {
+            // The server says the notifications changed while their refresh is on its way: that
+            // refresh may carry the old list, so one more follows it (never a lost invalidation).
+            self.timeline.log("server push", "notifications changed", "mid-sync: one more sync will follow")
+            self.feeds[2].loadable.invalidate()
+        }
         at(12.0) {
             self.timeline.log("user", "pull to refresh", "old items stay on screen while the feeds reload")
             self.group.sync()
         }
         at(16.0) { self.sendMessage(4) }
-        at(20.0) {
+        at(17.0) {
+            self.server.stalls.insert("/photos")
+            self.timeline.log("user", "pull to refresh", "(the photos answer is going to get lost)")
+            self.group.sync()
+        }
+        at(21.0) {
             self.server.glitches.insert("/photos")
             self.timeline.log("user", "pull to refresh", "(the photos request is going to fail)")
             self.group.sync()
@@ -73,6 +98,11 @@ final class Tour {
             self.group.sync()
         }
         at(27.0) { self.sendMessage(5) }
+        at(28.5) {
+            // Not syncing, and the open screen holds a lease: the profile refreshes at once.
+            self.timeline.log("server push", "profile changed", "the open screen refreshes it at once")
+            self.feeds[0].loadable.invalidate()
+        }
 
         // Let the work started at time zero run before time moves.
         await clock.advance(by: .zero)
@@ -163,6 +193,8 @@ final class Tour {
         let count = feed.contents?.count ?? 0
         switch feed.snapshot.phase {
         case .idle: return "nothing yet"
+        case .syncing(let cached) where feed.isSlowSync:
+            return cached == nil ? "spinner + \"still loading…\"" : "\(items(count)) + \"still loading…\""
         case .syncing(let cached): return cached == nil ? "spinner" : "\(items(count)) (stale) + spinner"
         case .loaded: return items(count)
         case .empty: return "empty state"

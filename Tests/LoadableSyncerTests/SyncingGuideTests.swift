@@ -30,15 +30,19 @@ final class Session {
 // MARK: - The access-token recipe (guide types)
 
 protocol Transport: Sendable {
-    func send(_ request: String, bearer: String) async throws -> String
+    func send(_ request: String, bearer: String) async throws -> String  // throws TransportError.unauthorized on 401
 }
+
+enum TransportError: Error { case unauthorized }
 
 @MainActor
 final class APIClient {
+    private let token: AsyncLoadable<String>
     private let tokenWaiter: LoadableWaiter<AsyncLoadable<String>>
     private let transport: any Transport
 
     init(token: AsyncLoadable<String>, transport: any Transport, clock: any Clock<Duration> = ContinuousClock()) {
+        self.token = token
         tokenWaiter = LoadableWaiter(token, timeout: .seconds(30), clock: clock)
         self.transport = transport
     }
@@ -52,9 +56,14 @@ final class APIClient {
     }
 
     private func send(_ request: String) async throws -> String {
-        let token = try await tokenWaiter.wait()  // syncs the token if needed; throws timedOut after 30 s
-        guard let bearer = token.contents else { throw LoadableError.unspecified }
-        return try await transport.send(request, bearer: bearer)
+        let bearer = try await tokenWaiter.wait().contents ?? ""  // syncs the token if needed; throws timedOut after 30 s
+        do {
+            return try await transport.send(request, bearer: bearer)
+        } catch TransportError.unauthorized where token.contents == bearer {
+            token.invalidate()  // the server rejected it: the next wait gets a new token
+            let fresh = try await tokenWaiter.wait().contents ?? ""
+            return try await transport.send(request, bearer: fresh)
+        }
     }
 }
 

@@ -1,0 +1,146 @@
+import Loadable
+import LoadableTestSupport
+import LoadableTesting
+import Testing
+
+// The samples of Docs/Syncing.md's freshness sections ("Freshness", "Invalidation", "The sync
+// watchdog", "Status that survives a retry"), compiled and run.
+
+/// A server whose answers the test releases one at a time.
+@MainActor
+final class HeldServer {
+    private var pending: [CheckedContinuation<Void, Never>] = []
+    private(set) var requests = 0
+    var version = 1
+
+    var waiting: Int { pending.count }
+
+    func posts() async throws -> [String] {
+        requests += 1
+        await withCheckedContinuation { pending.append($0) }
+        return ["posts v\(version)"]
+    }
+
+    func report() async throws -> String {
+        requests += 1
+        await withCheckedContinuation { pending.append($0) }
+        return "report"
+    }
+
+    /// Answers the oldest request.
+    func answer() {
+        guard !pending.isEmpty else { return }
+        pending.removeFirst().resume()
+    }
+}
+
+@MainActor
+@Suite struct FreshnessGuideTests {
+    @Test("Freshness sample: age, maxAge, isStale and needsSync on a ManualClock")
+    func freshnessSample() async throws {
+        let clock = ManualClock()
+        let feed = AsyncLoadable(clock: clock) { ["first post"] }
+        feed.maxAge = .seconds(60)
+        try await feed.synced()
+        #expect(feed.age == .zero)
+        #expect(!feed.isStale)
+        #expect(!feed.needsSync)
+        await clock.advance(by: .seconds(59))
+        #expect(!feed.isStale)
+        await clock.advance(by: .seconds(1))
+        #expect(feed.age == .seconds(60))
+        #expect(feed.isStale)
+        #expect(feed.needsSync)
+
+        let created = "second post"  // what the server answered to "create"
+        feed.updateContents { $0.insert(created, at: 0) }
+        #expect(feed.contents == ["second post", "first post"])
+        #expect(feed.age == .zero)
+        #expect(!feed.isStale)
+        #expect(feed.loadableState == .didSyncSuccessfully)
+    }
+
+    @Test("Invalidation sample: two invalidations during a fetch give exactly one more fetch")
+    func invalidationSample() async throws {
+        let clock = ManualClock()
+        let server = HeldServer()
+        let posts = AsyncLoadable(clock: clock) { try await server.posts() }
+        let lease = posts.lease()  // a screen shows it: in use
+        var seen: [(LoadableState, [String]?)] = []
+        let token = posts.observe { seen.append(($0.loadableState, $0.contents)) }
+        posts.sync()  // a fetch starts...
+        posts.invalidate()  // ...and a push says the posts changed: one more fetch will follow
+        posts.invalidate()  // still one
+        await yield(until: { server.waiting == 1 })
+        server.version = 2  // the server changed after the first fetch read it
+        server.answer()
+        await yield(until: { server.requests == 2 })
+        // The first answer landed while the second fetch began, in one notification.
+        #expect(seen.count == 2)
+        #expect(seen.last?.0 == .syncing)
+        #expect(seen.last?.1 == ["posts v2"])
+        #expect(posts.isStale)
+        await yield(until: { server.waiting == 1 })
+        server.answer()
+        try await posts.doneSyncing()
+        #expect(posts.loadableState == .didSyncSuccessfully)
+        #expect(!posts.isStale)
+        #expect(server.requests == 2)
+        withExtendedLifetime((lease, token)) {}
+    }
+
+    @Test("Watchdog sample: slow after 5 s, timed out after 30 s, contents kept")
+    func watchdogSample() async {
+        let clock = ManualClock()
+        let server = HeldServer()
+        let slow = AsyncLoadable(contents: "old report", clock: clock) { try await server.report() }
+        slow.slowSyncAfter = .seconds(5)
+        slow.syncTimeout = .seconds(30)
+        var notifications = 0
+        let token = slow.addObserver { _ in notifications += 1 }
+        slow.sync()
+        #expect(notifications == 1)
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(5))
+        #expect(slow.isSlowSync)
+        #expect(slow.loadableState == .syncing)
+        #expect(notifications == 2)
+        await clock.advance(by: .seconds(25))
+        #expect(slow.loadableState == .didFailToSync)
+        #expect(slow.error as? LoadableError == .timedOut)
+        #expect(!slow.isSlowSync)
+        #expect(slow.contents == "old report")
+        #expect(notifications == 3)
+        // The late answer is dropped: the failure stays.
+        server.answer()
+        await settle(rounds: 100) { slow.loadableState != .didFailToSync }
+        #expect(slow.loadableState == .didFailToSync)
+        withExtendedLifetime(token) {}
+    }
+
+    @Test("Status sample: refreshing, retrying after a failure, failed")
+    func statusSample() {
+        let feed = PushLoadable<[String]>()
+        enum Shown: Equatable { case refreshing, retrying(String?), error, contents }
+        func shown() -> Shown {
+            switch (feed.loadableState, feed.consecutiveFailures) {
+            case (.syncing, 0): .refreshing
+            case (.syncing, _): .retrying(feed.lastError.map { "\($0)" })  // the error stays on screen
+            case (.didFailToSync, _): .error
+            default: .contents
+            }
+        }
+        feed.setSyncing()
+        #expect(shown() == .refreshing)
+        feed.setDidFailToSync(TestError("offline"))
+        #expect(shown() == .error)
+        feed.setSyncing()
+        #expect(shown() == .retrying("offline"))
+        #expect(feed.snapshot.isRetrying)
+        #expect(feed.error == nil)
+        feed.setDidSyncSuccessfully(["post"])
+        #expect(shown() == .contents)
+        #expect(feed.lastError == nil)
+        #expect(feed.consecutiveFailures == 0)
+    }
+}
