@@ -56,7 +56,8 @@ final class APIClient {
     }
 
     private func send(_ request: String) async throws -> String {
-        let bearer = try await tokenWaiter.wait().contents ?? ""  // syncs the token if needed; throws timedOut after 30 s
+        // Syncs the token if needed; throws timedOut after 30 s.
+        let bearer = try await tokenWaiter.wait().contents ?? ""
         do {
             return try await transport.send(request, bearer: bearer)
         } catch TransportError.unauthorized where token.contents == bearer {
