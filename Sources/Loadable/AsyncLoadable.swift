@@ -52,7 +52,7 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     /// The work of one sync: returns the new contents or throws why it failed.
     ///
     /// Called on the main actor in a new task for each sync; the task is cancelled by
-    /// ``Loadable/cancelSync()``. By default it calls the closure given to ``init(contents:load:)``.
+    /// ``Loadable/cancelSync()``. By default it calls the closure given to ``init(contents:clock:load:)``.
     open func load() async throws -> Contents {
         guard let loader else {
             fatalError(

@@ -163,7 +163,7 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// refresh) and with ``nextCursor`` for a next page. The task is cancelled when the load is no
     /// longer wanted (a refresh cancels a next page, ``Loadable/cancelSync()`` cancels a refresh);
     /// whatever it returns then is ignored. By default it calls the closure given to
-    /// ``init(contents:loadPage:)``.
+    /// ``init(contents:clock:loadPage:)``.
     ///
     /// - Parameter cursor: Where the page starts; `nil` for the first page.
     /// - Returns: The page.
