@@ -100,7 +100,10 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// Override it to do more (call `super`).
     open func invalidate() {
         if storedState == .syncing {
-            core.freshness.insert(.pendingSync)
+            // Stale at once (a waiter must not take these contents), one more sync when this ends.
+            // Not a notification (the state does not change), but Observation sees `isStale`.
+            core.freshness.insert([.invalidated, .pendingSync])
+            core.changeForObservationOnly()
             return
         }
         if core.isInUse, !LoadableCore.isDeferringInvalidationSyncs {
@@ -265,9 +268,11 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         if core.extras?.maxAge != nil { scheduleTimer() }
     }
 
-    /// Notes when the sync began and arms the timer for its deadlines.
+    /// Sets the deadlines of the sync that begins, from the settings now, and arms the timer.
     private func startWatchdog(_ extras: LoadableCoreExtras) {
-        extras.syncStartedAt = core.now
+        let now = core.now
+        extras.syncTimeoutAt = extras.syncTimeoutNanoseconds.map { now &+ $0 }
+        extras.slowSyncAt = extras.slowSyncAfterNanoseconds.map { now &+ $0 }
         scheduleTimer()
     }
 
@@ -279,11 +284,11 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
             deadline = Swift.min(deadline ?? time, time)
         }
         if storedState == .syncing {
-            if let timeout = extras.syncTimeoutNanoseconds {
-                consider(extras.syncStartedAt &+ timeout)
+            if let timeoutAt = extras.syncTimeoutAt {
+                consider(timeoutAt)
             }
-            if let slow = extras.slowSyncAfterNanoseconds, !core.freshness.contains(.slowSync) {
-                consider(extras.syncStartedAt &+ slow)
+            if let slowAt = extras.slowSyncAt, !core.freshness.contains(.slowSync) {
+                consider(slowAt)
             }
         }
         if let maxAge = extras.maxAgeNanoseconds, core.hasObservers, let confirmedAt = core.confirmedAt,
@@ -319,13 +324,12 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         extras.timerDeadline = nil
         let now = core.now
         if storedState == .syncing {
-            let elapsed = now &- extras.syncStartedAt
-            if let timeout = extras.syncTimeoutNanoseconds, elapsed >= timeout {
+            if let timeoutAt = extras.syncTimeoutAt, now >= timeoutAt {
                 timeOut()
                 scheduleTimer()
                 return
             }
-            if let slow = extras.slowSyncAfterNanoseconds, !core.freshness.contains(.slowSync), elapsed >= slow {
+            if let slowAt = extras.slowSyncAt, !core.freshness.contains(.slowSync), now >= slowAt {
                 core.willChange()
                 core.freshness.insert(.slowSync)
                 core.didChange(NotificationSubject(self))

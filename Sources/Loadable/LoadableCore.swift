@@ -106,6 +106,12 @@ package final class LoadableCore {
             storedIsSyncAwaitingDoSync = false
         } else if storedState != .syncing {
             stateBeforeSyncing = storedState
+            // A new sync: an earlier one's watchdog deadlines are over (`Loadable.sync()` sets
+            // this one's).
+            if let extras = storedExtras {
+                extras.syncTimeoutAt = nil
+                extras.slowSyncAt = nil
+            }
         }
         storedState = state
     }
@@ -564,8 +570,12 @@ package final class LoadableCoreExtras {
         hasWatchdog = syncTimeoutNanoseconds != nil || slowSyncAfterNanoseconds != nil
         hasDeadlines = hasWatchdog || maxAgeNanoseconds != nil
     }
-    /// When the running sync began, on the core's ``LoadableCore/now`` scale.
-    @exclusivity(unchecked) package var syncStartedAt: Int64 = 0
+    /// When the running sync times out, on the core's ``LoadableCore/now`` scale: set by
+    /// `Loadable.sync()` from ``syncTimeout`` as it was when the sync began; `nil` when that sync
+    /// has none, or began otherwise (`setSyncing()`). Cleared whenever a sync begins.
+    @exclusivity(unchecked) package var syncTimeoutAt: Int64?
+    /// When the running sync counts as slow, set and cleared like ``syncTimeoutAt``.
+    @exclusivity(unchecked) package var slowSyncAt: Int64?
     /// The one timer for every deadline of the loadable (timeout, slow sync, stale by age).
     @exclusivity(unchecked) package var timer = ClockTimer()
     /// The time the armed ``timer`` wakes at; `nil` when not armed.

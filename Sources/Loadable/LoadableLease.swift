@@ -45,13 +45,25 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     /// Takes a lease on `loadable`.
     package init(_ loadable: Value) {
         storedLoadable = MainActorObject(loadable)
+        beginUse()
+    }
+
+    /// Follows the loadable while the lease has observers of its own, so that a lease nobody
+    /// observes does not count as an observer of the loadable (which would, say, start an
+    /// `AutosyncLoadable`'s timer). Observation needs no subscription: every getter of the lease
+    /// reads the loadable's, which Observation tracks too.
+    private func followLoadable(_ follows: Bool) {
+        guard follows else {
+            valueObservation?.cancel()
+            valueObservation = nil
+            return
+        }
         // Weakly: the lease may be released on another thread while the loadable notifies.
         valueObservation = loadable.addFollowerObserver { [weak self] _ in
             guard let self else { return }
             self.core.willChange()
             self.core.didChange(NotificationSubject(self))
         }
-        beginUse()
     }
 
     /// Whether ``release()`` was called.
@@ -140,6 +152,8 @@ extension LoadableLease: LoadableCoreOwner {
         return (loadable.loadableState, loadable.isContentsAvailable)
     }
 
+    package func observersDidBecomeNonEmpty() { followLoadable(true) }
+    package func observersDidBecomeEmpty() { followLoadable(false) }
     package func didBeginUse() { loadable.beginUseIfCounted() }
     package func didEndUse() { loadable.endUseIfCounted() }
     /// The failure record of what this loadable stands for.

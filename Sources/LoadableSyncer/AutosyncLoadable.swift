@@ -48,7 +48,7 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
         )
         self.autosyncInterval = autosyncInterval
         self.clock = ElapsedClock(clock)
-        super.init(contents: contents)
+        super.init(contents: contents, clock: clock)
     }
 
     /// Whether the refresh timer runs (someone observes the loadable).

@@ -55,13 +55,15 @@ final class APIClient {
         try await send("GET /feed")
     }
 
-    private func send(_ request: String) async throws -> String {
+    func send(_ request: String) async throws -> String {
         // Syncs the token if needed; throws timedOut after 30 s.
         let bearer = try await tokenWaiter.wait().contents ?? ""
         do {
             return try await transport.send(request, bearer: bearer)
-        } catch TransportError.unauthorized where token.contents == bearer {
-            token.invalidate()  // the server rejected it: the next wait gets a new token
+        } catch TransportError.unauthorized {
+            // Rejected: unless another request already had it replaced, or is having it replaced,
+            // invalidate it; the next wait gets a new token.
+            if token.contents == bearer, !token.isStale { token.invalidate() }
             let fresh = try await tokenWaiter.wait().contents ?? ""
             return try await transport.send(request, bearer: fresh)
         }

@@ -81,6 +81,6 @@ struct LoadableStateTests {
         #expect(!LoadableSnapshot(state: .idle, contents: 1, isContentsAvailable: false).isContentsAvailable)
         #expect(
             LoadableSnapshot(state: .didFailToSync, contents: 1, error: TestError("x")).description
-                == "<did-fail-to-sync, contents available: yes, error: x>")
+                == "<did-fail-to-sync, contents available: yes, error: x, failures: 1>")
     }
 }
