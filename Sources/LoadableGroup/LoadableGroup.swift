@@ -86,7 +86,8 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     /// Cancels the member syncs that this group started (through ``sync()`` or
     /// ``syncIfNeeded()``) and that still run; a member sync someone else started is left alone.
     ///
-    /// - Complexity: O(k log k) for the k member syncs the group started, plus their own work.
+    /// - Complexity: O(n) in the number of members when the group started any sync that still
+    ///   runs (O(1) otherwise), plus the members' own work.
     public final func cancelSync() {
         cancelStartedSyncs()
     }

@@ -85,6 +85,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         /// every notification).
         var untracked: (any LoadableCoreOwner)?
         var observation: LoadableObservation?
+        /// Whether the member's running sync was started by this group (see ``startSyncs(_:)``):
+        /// the only member syncs ``cancelStartedSyncs()`` may cancel. Cleared when the member
+        /// stops syncing.
+        var isSyncStartedByGroup = false
     }
 
     /// The group's state (`core.state`) and availability (`core.hasContents`), observers and
@@ -107,10 +111,8 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
     /// The index in ``members`` of each of ``syncableMembers``.
     private var syncableIndices: [Int] = []
 
-    /// The indices of the members whose running sync this group started (see
-    /// ``startSyncs(_:)``): the only member syncs ``cancelStartedSyncs()`` may cancel. An index
-    /// leaves the set when its member stops syncing.
-    private var startedSyncs: Set<Int> = []
+    /// The number of members whose ``MemberEntry/isSyncStartedByGroup`` is set.
+    private var startedSyncCount = 0
 
     /// The members that are groups themselves, in member order (with repeats); found once per
     /// assignment of ``members``.
@@ -249,7 +251,7 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         for entry in oldEntries { entry.observation?.cancel() }
         for group in nestedGroups { group.removeParent(weakReference) }
 
-        startedSyncs = []
+        startedSyncCount = 0
         let oldSyncable = syncableMembers
         let members = members
         entries.reserveCapacity(members.count)
@@ -324,17 +326,24 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         for (member, index) in zip(members, indices) {
             let wasSyncing = entries[index].state == .syncing
             start(member)
-            guard generation == self.generation, !wasSyncing else { continue }
-            if entries[index].state == .syncing { startedSyncs.insert(index) }
+            guard generation == self.generation, !wasSyncing, entries[index].state == .syncing,
+                !entries[index].isSyncStartedByGroup
+            else { continue }
+            entries[index].isSyncStartedByGroup = true
+            startedSyncCount += 1
         }
     }
 
     /// Cancels the member syncs this group started that still run, in member order; never a
     /// sync another user of the member started.
     func cancelStartedSyncs() {
-        guard !startedSyncs.isEmpty else { return }
-        let indices = startedSyncs.sorted()
-        startedSyncs = []
+        guard startedSyncCount > 0 else { return }
+        var indices: [Int] = []
+        for index in entries.indices where entries[index].isSyncStartedByGroup {
+            entries[index].isSyncStartedByGroup = false
+            indices.append(index)
+        }
+        startedSyncCount = 0
         let members = members
         for index in indices {
             (members[index] as? any SyncableLoadable)?.cancelSync()
@@ -434,7 +443,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         tally.add(state, isContentsAvailable: isContentsAvailable)
         entries[index].state = state
         entries[index].isContentsAvailable = isContentsAvailable
-        if state != .syncing, !startedSyncs.isEmpty { startedSyncs.remove(index) }
+        if state != .syncing, entries[index].isSyncStartedByGroup {
+            entries[index].isSyncStartedByGroup = false
+            startedSyncCount -= 1
+        }
         guard !isSubscribing else { return }
         update()
     }
