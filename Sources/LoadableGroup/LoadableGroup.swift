@@ -60,7 +60,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     ///
     /// - Complexity: O(n) in the number of syncable members, plus their own work.
     public final func sync() {
-        startSyncs { $0.sync() }
+        forEachSyncableMember(.sync)
     }
 
     /// Calls `syncIfNeeded()` on every syncable member, in member order.
@@ -70,7 +70,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     ///
     /// - Complexity: O(n) in the number of syncable members, plus their own work.
     public final func syncIfNeeded() {
-        startSyncs { $0.syncIfNeeded() }
+        forEachSyncableMember(.syncIfNeeded)
     }
 
     /// Calls `invalidate()` on every syncable member, in member order.
@@ -80,7 +80,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     ///
     /// - Complexity: O(n) in the number of syncable members, plus their own work.
     public final func invalidate() {
-        invalidateMembers()
+        forEachSyncableMember(.invalidate)
     }
 
     /// Cancels the member syncs that this group started (through ``sync()`` or

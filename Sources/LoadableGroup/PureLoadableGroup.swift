@@ -85,7 +85,7 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         /// every notification).
         var untracked: (any LoadableCoreOwner)?
         var observation: LoadableObservation?
-        /// Whether the member's running sync was started by this group (see ``startSyncs(_:)``):
+        /// Whether the member's running sync was started by this group (see ``forEachSyncableMember(_:)``):
         /// the only member syncs ``cancelStartedSyncs()`` may cancel. Cleared when the member
         /// stops syncing.
         var isSyncStartedByGroup = false
@@ -314,24 +314,84 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         syncableMembers.contains { $0.isStaleUntracked }
     }
 
-    /// Asks each syncable member, in member order, through `start` (`sync()` or
-    /// `syncIfNeeded()`), and notes the members whose sync that call started.
-    ///
-    /// The members asked are those of the moment the call starts, even if an observer reassigns
-    /// ``members`` meanwhile (their syncs are then not noted).
-    func startSyncs(_ start: (any SyncableLoadable) -> Void) {
-        let members = syncableMembers
-        let indices = syncableIndices
-        let generation = generation
-        for (member, index) in zip(members, indices) {
-            let wasSyncing = entries[index].state == .syncing
-            start(member)
-            guard generation == self.generation, !wasSyncing, entries[index].state == .syncing,
-                !entries[index].isSyncStartedByGroup
-            else { continue }
-            entries[index].isSyncStartedByGroup = true
-            startedSyncCount += 1
+    /// What ``forEachSyncableMember(_:)`` asks each member.
+    enum MemberRequest {
+        case sync, syncIfNeeded, invalidate
+    }
+
+    /// One group being walked by ``forEachSyncableMember(_:)``.
+    private struct Walk {
+        let group: PureLoadableGroup
+        let members: [any SyncableLoadable]
+        let indices: [Int]
+        let generation: Int
+        var next = 0
+        /// The nested group being walked for the member at this index, and whether that member
+        /// was syncing before.
+        var nested: (index: Int, wasSyncing: Bool)?
+
+        @MainActor
+        init(_ group: PureLoadableGroup) {
+            self.group = group
+            members = group.syncableMembers
+            indices = group.syncableIndices
+            generation = group.generation
         }
+    }
+
+    /// Asks each syncable member, in member order, to sync (noting the members whose sync that
+    /// started), sync if needed (likewise) or invalidate itself.
+    ///
+    /// A member that is a ``LoadableGroup`` is walked in turn, depth first, with the same request,
+    /// as its own `sync()`, `syncIfNeeded()` or `invalidate()` would do, but in a loop rather than
+    /// by recursion: 10,000 nested groups need no deep stack. The members asked are those of the
+    /// moment each group is reached, even if an observer reassigns ``members`` meanwhile (their
+    /// syncs are then not noted).
+    func forEachSyncableMember(_ request: MemberRequest) {
+        // The groups above the one being walked; the walk itself stays in a local, so that
+        // stepping from one member to the next copies nothing.
+        var enclosing: [Walk] = []
+        var walk = Walk(self)
+        while true {
+            guard walk.next < walk.members.count else {
+                guard var parent = enclosing.popLast() else { return }
+                if let (index, wasSyncing) = parent.nested {
+                    parent.nested = nil
+                    parent.group.noteSyncStarted(at: index, wasSyncing: wasSyncing, generation: parent.generation)
+                }
+                walk = parent
+                continue
+            }
+            let member = walk.members[walk.next]
+            let index = walk.indices[walk.next]
+            walk.next += 1
+            // (Entries are read only while the walk's members are still the group's.)
+            let wasSyncing = walk.generation == walk.group.generation && walk.group.entries[index].state == .syncing
+            if let nested = member as? LoadableGroup {
+                walk.nested = (index, wasSyncing)
+                enclosing.append(walk)
+                walk = Walk(nested)
+                continue
+            }
+            switch request {
+            case .sync: member.sync()
+            case .syncIfNeeded: member.syncIfNeeded()
+            case .invalidate: member.invalidate()
+            }
+            if request != .invalidate {
+                walk.group.noteSyncStarted(at: index, wasSyncing: wasSyncing, generation: walk.generation)
+            }
+        }
+    }
+
+    /// Notes that the member at `index` syncs because this group asked it, if it was not syncing
+    /// before and the members were not reassigned meanwhile.
+    private func noteSyncStarted(at index: Int, wasSyncing: Bool, generation: Int) {
+        guard generation == self.generation, !wasSyncing, entries[index].state == .syncing,
+            !entries[index].isSyncStartedByGroup
+        else { return }
+        entries[index].isSyncStartedByGroup = true
+        startedSyncCount += 1
     }
 
     /// Cancels the member syncs this group started that still run, in member order; never a
@@ -348,11 +408,6 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         for index in indices {
             (members[index] as? any SyncableLoadable)?.cancelSync()
         }
-    }
-
-    /// Invalidates every syncable member, in member order.
-    func invalidateMembers() {
-        for member in syncableMembers { member.invalidate() }
     }
 
     // MARK: - Loops
