@@ -271,8 +271,8 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// Sets the deadlines of the sync that begins, from the settings now, and arms the timer.
     private func startWatchdog(_ extras: LoadableCoreExtras) {
         let now = core.now
-        extras.syncTimeoutAt = extras.syncTimeoutNanoseconds.map { now &+ $0 }
-        extras.slowSyncAt = extras.slowSyncAfterNanoseconds.map { now &+ $0 }
+        extras.syncTimeoutAt = extras.syncTimeoutNanoseconds.map { LoadableTime.adding($0, to: now) }
+        extras.slowSyncAt = extras.slowSyncAfterNanoseconds.map { LoadableTime.adding($0, to: now) }
         scheduleTimer()
     }
 
@@ -294,7 +294,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         if let maxAge = extras.maxAgeNanoseconds, core.hasObservers, let confirmedAt = core.confirmedAt,
             core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced])
         {
-            consider(confirmedAt &+ maxAge)
+            consider(LoadableTime.adding(maxAge, to: confirmedAt))
         }
         return deadline
     }

@@ -634,6 +634,13 @@ package enum LoadableTime {
         return sum
     }
 
+    /// `time + duration`, saturating at `Int64.max` (a setting of centuries means "never", not a
+    /// time in the past).
+    package static func adding(_ duration: Int64, to time: Int64) -> Int64 {
+        let (sum, overflow) = time.addingReportingOverflow(duration)
+        return overflow ? (duration > 0 ? .max : .min) : sum
+    }
+
     /// `nanoseconds` as a `Duration`.
     package static func duration(_ nanoseconds: Int64) -> Duration {
         .nanoseconds(nanoseconds)
