@@ -144,6 +144,11 @@ struct LoadableKind: Sendable, CustomTestStringConvertible {
             let proxy = LoadableProxy(target: target)
             return .following(proxy, readContents: { [weak proxy] in _ = proxy?.contents }, source: target)
         },
+        LoadableKind(name: "LoadableLease") {
+            let loadable = PlainLoadable()
+            let lease = loadable.lease()
+            return .following(lease, readContents: { [weak lease] in _ = lease?.contents }, source: loadable)
+        },
         LoadableKind(name: "MappedLoadable") {
             let source = PushLoadable<Int>()
             let mapped = source.map { $0 * 2 }
