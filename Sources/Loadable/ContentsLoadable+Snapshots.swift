@@ -8,7 +8,7 @@ extension ContentsLoadable {
     /// }
     /// ```
     public var snapshot: LoadableSnapshot<Contents> {
-        let record = (self as? any LoadableCoreOwner)?.failureRecord
+        let record = failureRecordIfKnown
         return LoadableSnapshot(
             state: loadableState,
             contents: contents,

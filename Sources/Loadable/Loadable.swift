@@ -172,17 +172,20 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         guard storedState != .syncing else { return }
         willBeginSync()
         core.willChange()
+        beginSyncAndNotify()
+    }
+
+    /// Moves to `syncing` inside a change already begun (``LoadableCore/willChange()``), arms the
+    /// watchdog, ends the change (observers are told), then calls ``doSync()`` unless an observer
+    /// of that notification cancelled this sync, or cancelled it and started another (which
+    /// already called `doSync()` for itself, clearing the flag).
+    ///
+    /// The one way into a sync: ``sync()`` and the sync that follows an invalidated one.
+    private func beginSyncAndNotify() {
         core.store(state: .syncing, error: nil)
         core.isSyncAwaitingDoSync = true
         if let extras = core.extras, extras.hasWatchdog { startWatchdog(extras) }
         core.didChange(NotificationSubject(self))
-        callDoSyncIfStillAwaited()
-    }
-
-    /// Calls ``doSync()`` unless an observer of the `syncing` notification cancelled this sync,
-    /// or cancelled it and started another (which already called `doSync()` for itself, clearing
-    /// the flag).
-    private func callDoSyncIfStillAwaited() {
         guard storedState == .syncing, core.isSyncAwaitingDoSync else { return }
         core.isSyncAwaitingDoSync = false
         doSync()
@@ -257,11 +260,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         core.freshness.remove(.pendingSync)
         core.freshness.insert(.invalidated)
         willBeginSync()
-        core.store(state: .syncing, error: nil)
-        core.isSyncAwaitingDoSync = true
-        if let extras = core.extras, extras.hasWatchdog { startWatchdog(extras) }
-        core.didChange(NotificationSubject(self))
-        callDoSyncIfStillAwaited()
+        beginSyncAndNotify()
     }
 
     override func observersDidChange() {
@@ -270,33 +269,51 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
 
     /// Sets the deadlines of the sync that begins, from the settings now, and arms the timer.
     private func startWatchdog(_ extras: LoadableCoreExtras) {
+        // `if let` rather than `Optional.map`: a closure formed here is main-actor isolated, and
+        // checks its executor on each call (about 100 instructions).
         let now = core.now
-        extras.syncTimeoutAt = extras.syncTimeoutNanoseconds.map { LoadableTime.adding($0, to: now) }
-        extras.slowSyncAt = extras.slowSyncAfterNanoseconds.map { LoadableTime.adding($0, to: now) }
+        if let timeout = extras.syncTimeoutNanoseconds {
+            extras.syncTimeoutAt = LoadableTime.adding(timeout, to: now)
+        }
+        if let slow = extras.slowSyncAfterNanoseconds {
+            extras.slowSyncAt = LoadableTime.adding(slow, to: now)
+        }
         scheduleTimer()
     }
 
     /// The earliest time something is due: the running sync's timeout or slow mark, or the
     /// contents turning stale by age while observed; `nil` when nothing is.
     private func nextDeadline(_ extras: LoadableCoreExtras) -> Int64? {
-        var deadline: Int64?
-        func consider(_ time: Int64) {
-            deadline = Swift.min(deadline ?? time, time)
+        func earliest(_ a: Int64?, _ b: Int64?) -> Int64? {
+            guard let a else { return b }
+            guard let b else { return a }
+            return Swift.min(a, b)
         }
-        if storedState == .syncing {
-            if let timeoutAt = extras.syncTimeoutAt {
-                consider(timeoutAt)
-            }
-            if let slowAt = extras.slowSyncAt, !core.freshness.contains(.slowSync) {
-                consider(slowAt)
-            }
-        }
-        if let maxAge = extras.maxAgeNanoseconds, core.hasObservers, let confirmedAt = core.confirmedAt,
+        return earliest(earliest(timeoutDeadline(extras), slowSyncDeadline(extras)), staleAnnouncementDeadline)
+    }
+
+    /// When the running sync times out; `nil` when not syncing or without a timeout.
+    @inline(__always)
+    private func timeoutDeadline(_ extras: LoadableCoreExtras) -> Int64? {
+        storedState == .syncing ? extras.syncTimeoutAt : nil
+    }
+
+    /// When the running sync becomes slow; `nil` when not syncing, without the setting, or slow
+    /// already.
+    @inline(__always)
+    private func slowSyncDeadline(_ extras: LoadableCoreExtras) -> Int64? {
+        guard storedState == .syncing, !core.freshness.contains(.slowSync) else { return nil }
+        return extras.slowSyncAt
+    }
+
+    /// When observers are to be told that the contents turned stale by age; `nil` when nobody
+    /// observes, or the contents are stale otherwise already, or it was announced.
+    @inline(__always)
+    private var staleAnnouncementDeadline: Int64? {
+        guard let staleAt = core.staleByAgeAt, core.hasObservers,
             core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced])
-        {
-            consider(LoadableTime.adding(maxAge, to: confirmedAt))
-        }
-        return deadline
+        else { return nil }
+        return staleAt
     }
 
     /// Arms the one timer for the next deadline, or stops it when there is none.
@@ -323,22 +340,17 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         guard let extras = core.extras, extras.timer.fired(generation) else { return }
         extras.timerDeadline = nil
         let now = core.now
-        if storedState == .syncing {
-            if let timeoutAt = extras.syncTimeoutAt, now >= timeoutAt {
-                timeOut()
-                scheduleTimer()
-                return
-            }
-            if let slowAt = extras.slowSyncAt, !core.freshness.contains(.slowSync), now >= slowAt {
-                core.willChange()
-                core.freshness.insert(.slowSync)
-                core.didChange(NotificationSubject(self))
-            }
+        if let timeoutAt = timeoutDeadline(extras), now >= timeoutAt {
+            timeOut()
+            scheduleTimer()
+            return
         }
-        if let maxAge = extras.maxAgeNanoseconds, core.hasObservers, let confirmedAt = core.confirmedAt,
-            core.freshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced]),
-            core.now &- confirmedAt >= maxAge
-        {
+        if let slowAt = slowSyncDeadline(extras), now >= slowAt {
+            core.willChange()
+            core.freshness.insert(.slowSync)
+            core.didChange(NotificationSubject(self))
+        }
+        if let staleAt = staleAnnouncementDeadline, now >= staleAt {
             core.willChange()
             core.freshness.insert(.staleByAgeAnnounced)
             core.didChange(NotificationSubject(self))

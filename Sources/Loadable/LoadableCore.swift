@@ -207,9 +207,16 @@ package final class LoadableCore {
     /// or `maxAge` set and reached (or no confirmation yet). Availability is the owner's to add.
     package var isStaleByInvalidationOrAge: Bool {
         if storedFreshness.contains(.invalidated) { return true }
-        guard let maxAge = storedExtras?.maxAgeNanoseconds else { return false }
-        guard storedConfirmedAt != .min else { return true }
-        return now &- storedConfirmedAt >= maxAge
+        guard storedExtras?.maxAgeNanoseconds != nil else { return false }
+        guard let staleAt = staleByAgeAt else { return true }
+        return now >= staleAt
+    }
+
+    /// When the contents turn stale by age (their confirmation plus `maxAge`, saturating); `nil`
+    /// without `maxAge` or without a confirmation.
+    package var staleByAgeAt: Int64? {
+        guard let maxAge = storedExtras?.maxAgeNanoseconds, storedConfirmedAt != .min else { return nil }
+        return LoadableTime.adding(maxAge, to: storedConfirmedAt)
     }
 
     /// The extras, created if needed.
@@ -601,27 +608,28 @@ package enum LoadableTime {
     /// of `ContinuousClock.now` followed by 128-bit `Duration` arithmetic; every loadable with
     /// the default clock records the time of each success.
     package static var continuousNow: Int64 {
-        #if os(Linux) || os(Android)
-            var time = timespec()
-            clock_gettime(CLOCK_BOOTTIME, &time)
-            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec) &- originNanoseconds
-        #elseif canImport(Darwin)
-            return Int64(bitPattern: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW)) &- originNanoseconds
+        #if os(Linux) || os(Android) || canImport(Darwin)
+            return systemNanoseconds() &- originNanoseconds
         #else
             return nanoseconds(origin.duration(to: .now))
         #endif
     }
 
-    #if os(Linux) || os(Android)
+    #if os(Linux) || os(Android) || canImport(Darwin)
         /// The system clock's reading when the scale began: readings are kept small.
-        private static let originNanoseconds: Int64 = {
-            var time = timespec()
-            clock_gettime(CLOCK_BOOTTIME, &time)
-            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
-        }()
-    #elseif canImport(Darwin)
-        /// The system clock's reading when the scale began: readings are kept small.
-        private static let originNanoseconds = Int64(bitPattern: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW))
+        private static let originNanoseconds = systemNanoseconds()
+
+        /// The clock `ContinuousClock` reads, in nanoseconds.
+        @inline(__always)
+        private static func systemNanoseconds() -> Int64 {
+            #if os(Linux) || os(Android)
+                var time = timespec()
+                clock_gettime(CLOCK_BOOTTIME, &time)
+                return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+            #else
+                return Int64(bitPattern: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW))
+            #endif
+        }
     #endif
 
     /// `duration` in whole nanoseconds, saturating at the ends of `Int64`.

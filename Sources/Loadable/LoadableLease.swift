@@ -148,8 +148,7 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
 
 extension LoadableLease: LoadableCoreOwner {
     package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        if let loadable = loadable as? any LoadableCoreOwner { return loadable.untrackedStatus }
-        return (loadable.loadableState, loadable.isContentsAvailable)
+        loadable.statusUntrackedWherePossible
     }
 
     package func observersDidBecomeNonEmpty() { followLoadable(true) }
@@ -158,7 +157,7 @@ extension LoadableLease: LoadableCoreOwner {
     package func didEndUse() { loadable.endUseIfCounted() }
     /// The failure record of what this loadable stands for.
     package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        (loadable as? any LoadableCoreOwner)?.failureRecord
+        loadable.failureRecordIfKnown
     }
 
     package var untrackedIsStale: Bool { loadable.isStaleUntracked }

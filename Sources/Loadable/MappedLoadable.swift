@@ -92,7 +92,7 @@ extension MappedLoadable: LoadableCoreOwner {
     /// The source's staleness.
     /// The failure record of what this loadable stands for.
     package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        (source as? any LoadableCoreOwner)?.failureRecord
+        source.failureRecordIfKnown
     }
 
     package var untrackedIsStale: Bool { source.isStaleUntracked }

@@ -125,9 +125,7 @@ extension PureLoadableProxy: LoadableCoreOwner {
     /// The target's state and availability, read without telling Observation; the proxy's own
     /// without a target.
     package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        guard let target else { return (core.state, false) }
-        if let target = target as? any LoadableCoreOwner { return target.untrackedStatus }
-        return (target.loadableState, target.isContentsAvailable)
+        target?.statusUntrackedWherePossible ?? (core.state, false)
     }
 
     /// Passes "in use" on to a syncable target.
@@ -138,7 +136,7 @@ extension PureLoadableProxy: LoadableCoreOwner {
     /// The target's staleness; `false` without a target.
     /// The failure record of what this loadable stands for.
     package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        (target as? any LoadableCoreOwner)?.failureRecord
+        target?.failureRecordIfKnown
     }
 
     package var untrackedIsStale: Bool { target?.isStaleUntracked ?? false }

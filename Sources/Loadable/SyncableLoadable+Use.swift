@@ -48,6 +48,19 @@ extension PureLoadable {
     package var isStaleUntracked: Bool {
         (self as? any LoadableCoreOwner)?.untrackedIsStale ?? false
     }
+
+    /// The state and availability, read without telling Observation when this is one of the
+    /// package's loadables (a type of your own is read through its getters): for a loadable that
+    /// stands for this one (a proxy, a lease).
+    package var statusUntrackedWherePossible: (state: LoadableState, isContentsAvailable: Bool) {
+        if let owner = self as? any LoadableCoreOwner { return owner.untrackedStatus }
+        return (loadableState, isContentsAvailable)
+    }
+
+    /// The failure record of one of the package's loadables; `nil` for a type of your own.
+    package var failureRecordIfKnown: (lastError: (any Error)?, consecutiveFailures: Int)? {
+        (self as? any LoadableCoreOwner)?.failureRecord
+    }
 }
 
 /// One use of a loadable held by something that does not keep the loadable alive (a syncer): the
