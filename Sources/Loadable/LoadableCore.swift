@@ -113,7 +113,11 @@ package final class LoadableCore {
                 extras.slowSyncAt = nil
             }
         }
+        let wasSyncing = storedState == .syncing
         storedState = state
+        if wasSyncing != (state == .syncing), let watcher = storedExtras?.syncingDidChange {
+            watcher(state == .syncing)
+        }
     }
 
     /// Stores the state and error the loadable had before the current sync began.
@@ -540,6 +544,12 @@ package final class LoadableCoreExtras {
     /// Called with `true` when the first use began and `false` when the last one ended, for a
     /// subclass in another module that passes "in use" on (`LoadableChain`).
     @exclusivity(unchecked) package var useDidChange: (@MainActor (_ isInUse: Bool) -> Void)?
+    /// Called with `true` when the state becomes ``LoadableState/syncing`` and `false` when it
+    /// leaves it, after the state was stored and before observers are notified: how a store
+    /// counts its syncing entries without observing them (which would count as an observer).
+    /// Set only by the store that owns the loadable; the store's check that an entry owns its
+    /// loadable reads it too.
+    @exclusivity(unchecked) package var syncingDidChange: (@MainActor (_ isSyncing: Bool) -> Void)?
     /// Failures since the last success.
     @exclusivity(unchecked) package var consecutiveFailures = 0
     /// Contents older than this are stale; `nil`: never stale by age.

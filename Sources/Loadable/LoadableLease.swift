@@ -31,21 +31,42 @@ public import Observation
 public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Observable,
     @MainActor CustomStringConvertible
 {
-    /// The observers and the Observation registrar of the lease.
-    package let core = LoadableCore()
+    /// The observers and the Observation registrar of the lease, made when first needed: a lease
+    /// that nobody observes or reads through Observation never pays for one.
+    package var core: LoadableCore {
+        if let storedCore { return storedCore }
+        let core = LoadableCore()
+        storedCore = core
+        return core
+    }
+    private var storedCore: LoadableCore?
     /// The loadable this lease keeps in use; held strongly, and never changes.
     public var loadable: Value { storedLoadable.value }
     /// The loadable, in a box that a `deinit` may read: it is a main-actor object, and the
     /// `deinit` only hands it to the main actor.
     private let storedLoadable: MainActorObject<Value>
+    /// What counts the lease's use of ``loadable`` instead of the loadable itself (a store's
+    /// entry, which keeps its loadable in use while it has leases); `nil` for a lease from
+    /// `SyncableLoadable.lease()`.
+    private let tracker: MainActorObject<(any LoadableLeaseTracker)?>
     private var valueObservation: LoadableObservation?
     /// Whether the use is alive (not released); read by `deinit`.
     private var isLive = true
 
-    /// Takes a lease on `loadable`.
-    package init(_ loadable: Value) {
+    /// Takes a lease on `loadable`: a use of it, counted by the loadable itself or, when given,
+    /// by `tracker`.
+    ///
+    /// - Parameters:
+    ///   - loadable: The loadable to keep in use.
+    ///   - tracker: Told of the beginning and the end of this lease instead of `loadable`.
+    package init(_ loadable: Value, tracker: (any LoadableLeaseTracker)? = nil) {
         storedLoadable = MainActorObject(loadable)
-        beginUse()
+        self.tracker = MainActorObject(tracker)
+        if let tracker {
+            tracker.leaseDidBegin()
+        } else {
+            loadable.beginUseIfCounted()
+        }
     }
 
     /// Follows the loadable while the lease has observers of its own, so that a lease nobody
@@ -73,15 +94,29 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     public func release() {
         guard isLive else { return }
         isLive = false
-        endUse()
+        Self.endUse(of: storedLoadable.value, tracker: tracker.value)
+    }
+
+    /// Ends the lease's use of `loadable`, counted by `tracker` when there is one.
+    private static func endUse(of loadable: Value, tracker: (any LoadableLeaseTracker)?) {
+        if let tracker {
+            tracker.leaseDidEnd()
+        } else {
+            loadable.endUseIfCounted()
+        }
     }
 
     deinit {
-        // The lease counts as one use of itself, passed on to its loadable (see `didBeginUse()`);
-        // if it was not released, end the loadable's use, on the main actor.
+        // If the lease was not released, end its use, on the main actor: at once on the main
+        // thread (without the allocation of an escaping closure), in a task otherwise.
         guard isLive else { return }
-        let loadable = storedLoadable
-        runOnMainActor { loadable.value.endUseIfCounted() }
+        if isRunningOnMainQueue() {
+            MainActor.assumeIsolated { Self.endUse(of: storedLoadable.value, tracker: tracker.value) }
+        } else {
+            let loadable = storedLoadable
+            let tracker = tracker
+            Task { @MainActor in Self.endUse(of: loadable.value, tracker: tracker.value) }
+        }
     }
 
     /// The loadable's state.
@@ -153,6 +188,8 @@ extension LoadableLease: LoadableCoreOwner {
 
     package func observersDidBecomeNonEmpty() { followLoadable(true) }
     package func observersDidBecomeEmpty() { followLoadable(false) }
+    // A use of the lease itself (a group or proxy in use that has the lease as a member or
+    // target) is one more use of the loadable.
     package func didBeginUse() { loadable.beginUseIfCounted() }
     package func didEndUse() { loadable.endUseIfCounted() }
     /// The failure record of what this loadable stands for.
@@ -169,4 +206,15 @@ extension LoadableLease: ContentsLoadable where Value: ContentsLoadable {
         core.trackAccess()
         return loadable.contents
     }
+}
+
+/// What counts the uses of a loadable by its leases instead of the loadable itself: a store's
+/// entry, which keeps its loadable in use once for all its leases and learns when the last one
+/// ends. Told on the main actor, once per lease each.
+@MainActor
+package protocol LoadableLeaseTracker: AnyObject {
+    /// A lease began.
+    func leaseDidBegin()
+    /// A lease ended (released, or gone).
+    func leaseDidEnd()
 }

@@ -124,7 +124,7 @@ private let mainQueueKey: DispatchSpecificKey<Bool> = {
 ///
 /// `Thread.isMainThread` is not enough: on Linux, `dispatchMain()` (used by an async `main`)
 /// serves the main queue from a worker thread.
-private func isRunningOnMainQueue() -> Bool {
+package func isRunningOnMainQueue() -> Bool {
     DispatchQueue.getSpecific(key: mainQueueKey) == true
 }
 
