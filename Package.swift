@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "LoadableGroup", targets: ["LoadableGroup"]),
         .library(name: "LoadableSyncer", targets: ["LoadableSyncer"]),
         .library(name: "LoadableTesting", targets: ["LoadableTesting"]),
+        .library(name: "LoadableCaching", targets: ["LoadableCaching"]),
         .executable(name: "loadable-demo", targets: ["loadable-demo"]),
     ],
     targets: [
@@ -22,9 +23,10 @@ let package = Package(
         .target(name: "LoadableGroup", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableSyncer", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableTesting", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .target(name: "LoadableCaching", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .executableTarget(
             name: "loadable-demo",
-            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting"],
+            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableCaching"],
             swiftSettings: upcomingFeatures
         ),
         // Helpers shared by the test targets; not a product.
@@ -52,7 +54,15 @@ let package = Package(
         // What every loadable type shares (one core): observer rules, Observation, async helpers.
         .testTarget(
             name: "LoadableCoreTests",
-            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport"],
+            dependencies: [
+                "Loadable", "LoadableCaching", "LoadableGroup", "LoadableSyncer", "LoadableTesting",
+                "LoadableTestSupport",
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "LoadableCachingTests",
+            dependencies: ["LoadableCaching", "LoadableGroup", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

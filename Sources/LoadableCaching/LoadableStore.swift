@@ -1,0 +1,365 @@
+public import Loadable
+public import Observation
+
+/// One shared loadable per key, made on first use, kept while leased, and released after its last
+/// user.
+///
+/// Screens that show the same thing (a profile in a list, on its detail page and in a header) ask
+/// the store for a lease of its key instead of making a loadable of their own, so they share one
+/// object, one request and one answer:
+///
+/// ```swift
+/// let posts = LoadableStore<Post.ID, PostLoadable>(retention: .seconds(300)) { id in
+///     PostLoadable(id: id, api: api)
+/// }
+///
+/// // In each screen:
+/// let post = posts.lease(id)    // the same object for every screen of this `id`
+/// post.syncIfNeeded()           // one sync, however many screens ask
+///
+/// // After a change on the server:
+/// posts.invalidate { $0 == id }  // leased entries sync again; retained ones only turn stale
+/// ```
+///
+/// **Entries.** `make` runs once per entry; every lease of a live entry stands for the same
+/// loadable (`lease.loadable ===`). An entry owns its loadable: `make` must return a new one for
+/// every key (it stops the program otherwise).
+///
+/// **Retention.** Live leases keep an entry in use. When the last one ends, the entry is
+/// *retained* for ``retention``, then dropped (a syncing entry is cancelled first); a lease taken
+/// meanwhile reuses it, contents and all, without a sync. With ``maxRetained``, the least recently
+/// released retained entries are dropped first. One timer on the store's clock serves all retained
+/// entries, however many.
+///
+/// **Time.** Retention runs on the clock given at init, so tests drive it with a manual clock.
+///
+/// Isolated to the main actor. Observable: ``count`` and ``syncingCount``.
+@MainActor
+public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadable>: Observable {
+    typealias Entry = StoreEntry<Key, Value>
+
+    /// How long an entry without leases is kept before it is dropped.
+    public let retention: Duration
+    /// How many entries without leases are kept at most; `nil`: no limit.
+    public let maxRetained: Int?
+
+    private let retentionNanoseconds: Int64
+    private let clock: ElapsedClock
+    private let make: @MainActor (Key) -> Value
+    private var entries: [Key: Entry] = [:]
+    /// Every entry, in the order they were made.
+    private var ordered = EntryList<Key, Value>(retained: false)
+    /// The entries without leases, least recently released first.
+    private var retained = EntryList<Key, Value>(retained: true)
+    /// The one timer of the store: armed for the expiry of the head of ``retained``.
+    private var timer = ClockTimer()
+    /// When the armed timer fires, on the store's clock; `nil` when not armed.
+    private var timerDeadline: Int64?
+    /// The keys whose `make` is running, innermost last.
+    private var keysBeingMade: [Key] = []
+    /// Loadables of the app's own types held by entries (the package's types are marked in their
+    /// core instead), for the check that an entry owns its loadable.
+    private var ownTypeValues: Set<ObjectIdentifier> = []
+    /// Set on every entry's loadable: counts syncing entries.
+    private var syncingWatcher: (@MainActor (_ isSyncing: Bool) -> Void)?
+    private var storedSyncingCount = 0
+    /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
+    private var registrar: ObservationRegistrar?
+
+    /// Creates an empty store.
+    ///
+    /// - Parameters:
+    ///   - retention: How long an entry is kept after its last lease ended; `.zero` drops it at
+    ///     once. Negative stops the program.
+    ///   - maxRetained: How many entries without leases are kept at most, least recently released
+    ///     dropped first; `nil` (the default) for no limit. Negative stops the program.
+    ///   - clock: The clock retention runs on.
+    ///   - make: Makes the loadable of a key; called once per entry, on the main actor. It must
+    ///     return a new loadable every time, and must not lease the key it is making.
+    public init(
+        retention: Duration = .seconds(300),
+        maxRetained: Int? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        make: @escaping @MainActor (Key) -> Value
+    ) {
+        requireValid(
+            retention >= .zero,
+            "LoadableStore: retention must be zero or more (.zero drops an entry as soon as its last lease ends), got \(retention)"
+        )
+        requireValid(
+            (maxRetained ?? 0) >= 0,
+            "LoadableStore: maxRetained must be nil (no limit) or 0 or more, got \(maxRetained ?? 0)"
+        )
+        self.retention = retention
+        self.maxRetained = maxRetained
+        retentionNanoseconds = LoadableTime.nanoseconds(retention)
+        self.clock = ElapsedClock(clock)
+        self.make = make
+        syncingWatcher = { [weak self] isSyncing in
+            self?.syncingCountDidChange(by: isSyncing ? 1 : -1)
+        }
+    }
+
+    deinit {
+        timer.cancelTask()
+    }
+
+    // MARK: - Leases
+
+    /// Takes a lease on the entry of `key`, making the entry if there is none.
+    ///
+    /// The lease is a loadable that stands for the entry's loadable, and keeps the entry in use
+    /// until it is released (``LoadableLease/release()``) or goes away. Taking a lease does not
+    /// sync: call `syncIfNeeded()` on it.
+    ///
+    /// - Parameter key: The key of the entry.
+    /// - Returns: A new lease; every lease of one live entry stands for the same loadable.
+    public func lease(_ key: Key) -> LoadableLease<Value> {
+        let entry = entries[key] ?? makeEntry(for: key)
+        return LoadableLease(entry.value, tracker: entry)
+    }
+
+    /// The loadable of `key` if the store has an entry for it, leased or retained; never makes
+    /// one, and takes no lease (a retained entry still expires).
+    ///
+    /// - Parameter key: The key of the entry.
+    /// - Returns: The entry's loadable, or `nil`.
+    public func peek(_ key: Key) -> Value? {
+        entries[key]?.value
+    }
+
+    /// The number of entries, leased or retained.
+    public var count: Int {
+        access(\.count)
+        return entries.count
+    }
+
+    /// The number of entries syncing now.
+    ///
+    /// Counts loadables of the package's types (`Loadable` and its subclasses, groups, chains,
+    /// `TestLoadable`); a type of your own that conforms to `SyncableLoadable` directly is not
+    /// counted.
+    public var syncingCount: Int {
+        access(\.syncingCount)
+        return storedSyncingCount
+    }
+
+    /// Leases `key`, syncs it if needed (joining a running sync), waits for the sync, and releases
+    /// the lease: the entry is then retained with fresh contents, for a screen about to open.
+    ///
+    /// - Parameter key: The key of the entry.
+    /// - Throws: The sync's error, or `CancellationError` if the waiting task is cancelled (the
+    ///   sync goes on).
+    public func prefetch(_ key: Key) async throws {
+        let lease = lease(key)
+        defer { lease.release() }
+        try await lease.synced()
+    }
+
+    // MARK: - Invalidation and removal
+
+    /// Invalidates the entries whose key matches: each one's `invalidate()`, in the order the
+    /// entries were made. Leased entries then sync (or sync once more after a running sync);
+    /// retained ones only turn stale, and sync when leased again and asked to `syncIfNeeded()`.
+    ///
+    /// - Parameter matches: Whether to invalidate the entry of a key.
+    public func invalidate(where matches: (Key) -> Bool) {
+        // Collected first: an observer of an invalidated entry may lease, release or remove.
+        invalidate(ordered.entries.filter { matches($0.key) })
+    }
+
+    /// Invalidates every entry (see ``invalidate(where:)``).
+    public func invalidateAll() {
+        invalidate(ordered.entries)
+    }
+
+    private func invalidate(_ matching: [Entry]) {
+        for entry in matching where entry.isInStore {
+            entry.value.invalidate()
+            // The package's loadables sync themselves when invalidated in use; a type of the
+            // app's own learns of its use only from here.
+            if entry.owner == nil, entry.leaseCount > 0 { entry.value.syncIfNeeded() }
+        }
+    }
+
+    /// Drops the entry of `key` now, cancelling its sync. Live leases keep their loadable, which
+    /// is no longer the store's: the next lease of `key` makes a new entry.
+    ///
+    /// - Parameter key: The key of the entry; a key without one is ignored.
+    public func remove(_ key: Key) {
+        guard let entry = entries[key] else { return }
+        drop(entry)
+    }
+
+    /// Drops every entry, cancelling their syncs in the order the entries were made (logout). Live leases keep their loadables, which
+    /// are no longer the store's.
+    public func removeAll() {
+        let all = ordered.entries
+        withMutation(of: \.count) {
+            ordered.removeAll()
+            retained.removeAll()
+            entries.removeAll()
+        }
+        for entry in all { detach(entry) }
+        for entry in all where entry.isSyncing { entry.value.cancelSync() }
+    }
+
+    // MARK: - Entries
+
+    private func makeEntry(for key: Key) -> Entry {
+        requireValid(
+            !keysBeingMade.contains(key),
+            "LoadableStore: make(\(key)) asked the store for \(key) itself; make must not lease the key it is making"
+        )
+        keysBeingMade.append(key)
+        let value = make(key)
+        keysBeingMade.removeLast()
+        // A `make` may lease other keys, and they theirs, but none can have made this key.
+        let owner = value as? any LoadableCoreOwner
+        if let owner {
+            requireValid(
+                owner.core.extras?.syncingDidChange == nil,
+                "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
+            )
+            owner.core.extrasForWriting.syncingDidChange = syncingWatcher
+        } else {
+            requireValid(
+                ownTypeValues.insert(ObjectIdentifier(value)).inserted,
+                "LoadableStore: make(\(key)) returned a loadable that is already an entry of this store; an entry must own its loadable, so make must return a new one for every key"
+            )
+        }
+        let entry = Entry(key: key, value: value, owner: owner, store: self)
+        withMutation(of: \.count) {
+            entries[key] = entry
+            ordered.append(entry)
+        }
+        if owner != nil, entry.isSyncing { syncingCountDidChange(by: 1) }
+        return entry
+    }
+
+    /// The last lease of an attached entry ended: retain it, or drop it when nothing may be kept.
+    func entryIsUnused(_ entry: Entry) {
+        guard retentionNanoseconds > 0, maxRetained != 0 else {
+            drop(entry)
+            return
+        }
+        entry.expiresAt = LoadableTime.adding(retentionNanoseconds, to: now)
+        retained.append(entry)
+        if let maxRetained, retained.count > maxRetained, let head = retained.head {
+            drop(head)
+        }
+        armTimer()
+    }
+
+    /// A retained entry got a lease: it is no longer on its way out.
+    func entryIsLeasedAgain(_ entry: Entry) {
+        retained.remove(entry)
+    }
+
+    /// Takes `entry` out of the store, then cancels its sync (which notifies, and so may run code
+    /// that uses the store: the entry is already gone by then).
+    private func drop(_ entry: Entry) {
+        retained.remove(entry)
+        withMutation(of: \.count) {
+            ordered.remove(entry)
+            entries[entry.key] = nil
+        }
+        detach(entry)
+        if entry.isSyncing { entry.value.cancelSync() }
+    }
+
+    /// Unhooks an entry that left the dictionary: it no longer counts as syncing, and its loadable
+    /// may be an entry elsewhere.
+    private func detach(_ entry: Entry) {
+        entry.store = nil
+        if let owner = entry.owner {
+            if owner.core.state == .syncing { syncingCountDidChange(by: -1) }
+            owner.core.extras?.syncingDidChange = nil
+        } else {
+            ownTypeValues.remove(ObjectIdentifier(entry.value))
+        }
+    }
+
+    private func syncingCountDidChange(by delta: Int) {
+        withMutation(of: \.syncingCount) { storedSyncingCount += delta }
+    }
+
+    // MARK: - Expiry
+
+    /// The time on the store's clock, in nanoseconds from the store's creation.
+    private var now: Int64 { LoadableTime.nanoseconds(clock.elapsed) }
+
+    /// Arms the timer for the head of the retained list, unless it is armed for that time or
+    /// earlier (an early wake drops nothing and arms again).
+    private func armTimer() {
+        guard let head = retained.head else { return }
+        if let timerDeadline, timerDeadline <= head.expiresAt { return }
+        timerDeadline = head.expiresAt
+        let delay = LoadableTime.duration(head.expiresAt - now)
+        timer.arm(after: delay, on: clock) { [weak self] generation in
+            self?.timerFired(generation)
+        }
+    }
+
+    private func timerFired(_ generation: Int) {
+        guard timer.fired(generation) else { return }
+        timerDeadline = nil
+        let now = now
+        // Each drop may run code (a cancelled sync notifies) that leases or releases entries:
+        // read the head again every time.
+        while let head = retained.head, head.expiresAt <= now {
+            drop(head)
+        }
+        armTimer()
+    }
+
+    // MARK: - Observation
+
+    private func access<Member>(_ keyPath: KeyPath<LoadableStore, Member>) {
+        if registrar == nil { registrar = ObservationRegistrar() }
+        registrar?.access(self, keyPath: keyPath)
+    }
+
+    private func withMutation<Member>(of keyPath: KeyPath<LoadableStore, Member>, _ body: () -> Void) {
+        guard let registrar else { return body() }
+        registrar.willSet(self, keyPath: keyPath)
+        body()
+        registrar.didSet(self, keyPath: keyPath)
+    }
+}
+
+extension LoadableStore {
+    /// Writes the contents of `key`'s entry without a sync (see `PushLoadable.setContents(_:)`),
+    /// making a retained entry when there is none: after an action whose answer is the new
+    /// contents, the next screen shows them without a request.
+    ///
+    /// A store that keeps nothing unleased (``retention`` `.zero` or ``maxRetained`` 0) makes no
+    /// entry for this: it would be dropped at once.
+    ///
+    /// - Parameters:
+    ///   - contents: The new contents.
+    ///   - key: The key of the entry.
+    public func setContents<Contents>(_ contents: Contents, for key: Key) where Value: PushLoadable<Contents> {
+        if let entry = entries[key] {
+            entry.value.setContents(contents)
+            return
+        }
+        guard retentionNanoseconds > 0, maxRetained != 0 else { return }
+        let entry = makeEntry(for: key)
+        entry.value.setContents(contents)
+        // `setContents` notifies: an observer may have leased the new entry meanwhile.
+        if entry.isInStore, entry.leaseCount == 0, !entry.isRetained { entryIsUnused(entry) }
+    }
+
+    /// Changes the contents of `key`'s entry in place without a sync (see
+    /// `PushLoadable.updateContents(_:)`); does nothing when there is no entry, or when it has no
+    /// contents.
+    ///
+    /// - Parameters:
+    ///   - key: The key of the entry.
+    ///   - body: Changes the contents.
+    public func updateContents<Contents>(for key: Key, _ body: (inout Contents) -> Void)
+    where Value: PushLoadable<Contents> {
+        entries[key]?.value.updateContents(body)
+    }
+}

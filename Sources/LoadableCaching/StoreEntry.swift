@@ -1,0 +1,147 @@
+internal import Loadable
+
+/// One key's entry in a ``LoadableStore``: its loadable, its leases, and its place in the list of
+/// retained entries.
+///
+/// The entry, not each lease, keeps its loadable in use: the first lease begins one use of the
+/// loadable and the last one ends it, so a lease of a key that is already leased costs a count.
+/// Leases hold their entry strongly; the entry holds its store weakly (a lease may outlive it).
+@MainActor
+final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: LoadableLeaseTracker {
+    let key: Key
+    let value: Value
+    /// The loadable as one of the package's (it counts uses and reports syncing through its
+    /// core); `nil` for a type of the app's own.
+    let owner: (any LoadableCoreOwner)?
+    /// The store, while the entry is in it; `nil` once it left (expired, removed, dropped).
+    weak var store: LoadableStore<Key, Value>?
+    /// Whether the entry is in its store (its store may be gone while this is still `true`).
+    var isInStore: Bool { orderLinks.isLinked }
+    /// The entry's place in its store's list of all entries, in the order they were made.
+    var orderLinks = EntryLinks<StoreEntry>()
+    /// The entry's place in its store's list of retained entries, while it is retained.
+    var retainedLinks = EntryLinks<StoreEntry>()
+    /// Live leases.
+    var leaseCount = 0
+    /// Whether the entry is in the store's list of retained entries.
+    var isRetained: Bool { retainedLinks.isLinked }
+    /// When a retained entry expires, in nanoseconds on the store's clock.
+    var expiresAt: Int64 = 0
+
+    init(key: Key, value: Value, owner: (any LoadableCoreOwner)?, store: LoadableStore<Key, Value>) {
+        self.key = key
+        self.value = value
+        self.owner = owner
+        self.store = store
+    }
+
+    /// Whether the loadable is syncing now, read without telling Observation.
+    var isSyncing: Bool {
+        if let owner { return owner.core.state == .syncing }
+        return value.statusUntrackedWherePossible.state == .syncing
+    }
+
+    func leaseDidBegin() {
+        leaseCount += 1
+        guard leaseCount == 1 else { return }
+        if isRetained { store?.entryIsLeasedAgain(self) }
+        owner?.beginUse()
+    }
+
+    func leaseDidEnd() {
+        leaseCount -= 1
+        guard leaseCount == 0 else { return }
+        owner?.endUse()
+        guard isInStore else { return }
+        store?.entryIsUnused(self)
+    }
+}
+
+/// The links of an entry in one of its store's lists.
+struct EntryLinks<Entry: AnyObject> {
+    // Unowned: the store's dictionary keeps every entry of its lists alive, and an entry leaves
+    // the lists before it leaves the dictionary.
+    unowned(unsafe) var older: Entry?
+    unowned(unsafe) var newer: Entry?
+    var isLinked = false
+}
+
+/// A list of a store's entries, oldest first: an intrusive doubly linked list through the
+/// entries, so that an entry leaves it at once, wherever it is.
+///
+/// A store keeps two. *All entries* in the order they were made: what the store walks to
+/// invalidate or remove entries, in an order that does not depend on hashing (observers see the
+/// same order in every run). *Retained entries* in the order they were released: expiry and
+/// `maxRetained` drop from its head, and since every entry expires `retention` after its release,
+/// the head always expires first, so one timer, armed for the head, serves the whole list.
+@MainActor
+struct EntryList<Key: Hashable & Sendable, Value: SyncableLoadable> {
+    typealias Entry = StoreEntry<Key, Value>
+
+    /// Whether this is the list of retained entries (it uses their `retainedLinks`), rather than
+    /// the list of all entries (`orderLinks`).
+    private let isRetainedList: Bool
+    private(set) unowned(unsafe) var head: Entry?
+    private unowned(unsafe) var tail: Entry?
+    private(set) var count = 0
+
+    /// Creates an empty list of retained entries, or of all entries.
+    init(retained: Bool) {
+        isRetainedList = retained
+    }
+
+    private func links(of entry: Entry) -> EntryLinks<Entry> {
+        isRetainedList ? entry.retainedLinks : entry.orderLinks
+    }
+
+    private func update(_ entry: Entry, _ body: (inout EntryLinks<Entry>) -> Void) {
+        if isRetainedList { body(&entry.retainedLinks) } else { body(&entry.orderLinks) }
+    }
+
+    /// Whether `entry` is in this list.
+    func contains(_ entry: Entry) -> Bool { links(of: entry).isLinked }
+
+    /// Adds `entry` at the end (the newest).
+    mutating func append(_ entry: Entry) {
+        let tail = tail
+        update(entry) { $0 = EntryLinks(older: tail, newer: nil, isLinked: true) }
+        if let tail { update(tail) { $0.newer = entry } } else { head = entry }
+        self.tail = entry
+        count += 1
+    }
+
+    /// Takes `entry` out of the list; does nothing if it is not in it.
+    mutating func remove(_ entry: Entry) {
+        let links = links(of: entry)
+        guard links.isLinked else { return }
+        if let older = links.older { update(older) { $0.newer = links.newer } } else { head = links.newer }
+        if let newer = links.newer { update(newer) { $0.older = links.older } } else { tail = links.older }
+        update(entry) { $0 = EntryLinks() }
+        count -= 1
+    }
+
+    /// The entries, oldest first, held strongly: a caller may run code that changes the list
+    /// while it goes through them.
+    var entries: [Entry] {
+        var entries: [Entry] = []
+        entries.reserveCapacity(count)
+        var entry = head
+        while let current = entry {
+            entries.append(current)
+            entry = links(of: current).newer
+        }
+        return entries
+    }
+
+    /// Takes every entry out of the list.
+    mutating func removeAll() {
+        var entry = head
+        while let current = entry {
+            entry = links(of: current).newer
+            update(current) { $0 = EntryLinks() }
+        }
+        head = nil
+        tail = nil
+        count = 0
+    }
+}
