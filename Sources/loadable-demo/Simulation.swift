@@ -26,6 +26,7 @@ final class DemoStats {
     var waitsThatWaited: [Duration] { waits.filter { $0 > .zero } }
     var timeouts = 0
     var requests = 0
+    var postLeases = 0
 }
 
 /// A simulated auth service: answers after a random latency and fails at `failureRate`.

@@ -1,4 +1,5 @@
 import Loadable
+import LoadableCaching
 import LoadableGroup
 import LoadableSyncer
 import LoadableTesting
@@ -20,6 +21,11 @@ final class Tour {
     /// The feed screen's lease on its group: while the screen is open the feeds are in use, so an
     /// invalidation refreshes them at once.
     let screen: LoadableLease<LoadableGroup>
+    /// One shared loadable per API path, for the post screens: a list row and a detail page that
+    /// show the same post lease the same entry, so they make one request and agree.
+    let posts: LoadableStore<String, AsyncLoadable<[String]>>
+    /// The leases of the open post screens, by screen.
+    var postScreens: [String: LoadableLease<AsyncLoadable<[String]>>] = [:]
     private var tasks: [Task<Void, Never>] = []
     private var observations: [LoadableObservation] = []
 
@@ -49,6 +55,9 @@ final class Tour {
         }
         // Watch the token and the feeds before the group exists, so their lines come before the
         // group's (observers are called in the order they were added).
+        posts = LoadableStore(retention: .seconds(300), clock: clock) { path in
+            AsyncLoadable(clock: clock) { try await api.request(path) }
+        }
         group = LoadableGroup([], policy: .strict)
         screen = group.lease()  // the members set below become in use with the group
         watchEverything()
@@ -67,6 +76,7 @@ final class Tour {
         group.sync()
         at(1.5) { self.sendMessage(1) }
         at(4.0) { self.sendMessage(2) }
+        schedulePostScreens()
         at(7.5) { self.sendMessage(3) }
         at(9.0) {
             self.timeline.log("user", "pull to refresh", "")
@@ -114,7 +124,7 @@ final class Tour {
         printSummary()
     }
 
-    private func at(_ seconds: Double, _ action: @escaping @MainActor () -> Void) {
+    func at(_ seconds: Double, _ action: @escaping @MainActor () -> Void) {
         let deadline = clock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
         let clock = clock
         tasks.append(
@@ -141,25 +151,25 @@ final class Tour {
             }
         }
         // Counters for the summary.
-        var previous: [ObjectIdentifier: LoadableState] = [:]
-        let named: [(String, any PureLoadable)] = [("access-token", token)] + feeds.map { ($0.name, $0.loadable) }
-        for (name, loadable) in named {
-            previous[ObjectIdentifier(loadable)] = loadable.loadableState
-            observations.append(
-                loadable.addObserver { [weak self] loadable in
-                    guard let self else { return }
-                    let id = ObjectIdentifier(loadable)
-                    let before = previous[id]
-                    let now = loadable.loadableState
-                    previous[id] = now
-                    guard before != now else { return }
-                    if now == .syncing {
-                        stats.syncs[name, default: 0] += 1
-                        if before == .didFailToSync, name == "access-token" { stats.retries += 1 }
-                    }
-                    if now == .didFailToSync { stats.failures[name, default: 0] += 1 }
-                })
-        }
+        countSyncs(of: token, as: "access-token")
+        for (name, feed) in feeds { countSyncs(of: feed, as: name) }
+    }
+
+    /// Counts the syncs and failures of `loadable` under `name`, for the summary.
+    func countSyncs(of loadable: any PureLoadable, as name: String) {
+        var before = loadable.loadableState
+        observations.append(
+            loadable.addObserver { [weak self] loadable in
+                guard let self else { return }
+                let now = loadable.loadableState
+                defer { before = now }
+                guard before != now else { return }
+                if now == .syncing {
+                    stats.syncs[name, default: 0] += 1
+                    if before == .didFailToSync, name == "access-token" { stats.retries += 1 }
+                }
+                if now == .didFailToSync { stats.failures[name, default: 0] += 1 }
+            })
     }
 
     private func watchGroup() {
@@ -189,14 +199,14 @@ final class Tour {
         }
     }
 
-    private static func describe(feed: AsyncLoadable<[String]>) -> String {
+    static func describe(feed: AsyncLoadable<[String]>) -> String {
         let count = feed.contents?.count ?? 0
         switch feed.snapshot.phase {
         case .idle: return "nothing yet"
         case .syncing(let cached) where feed.isSlowSync:
             return cached == nil ? "spinner + \"still loading…\"" : "\(items(count)) + \"still loading…\""
         case .syncing(let cached): return cached == nil ? "spinner" : "\(items(count)) (stale) + spinner"
-        case .loaded: return items(count)
+        case .loaded: return feed.isStale ? "\(items(count)) (stale)" : items(count)
         case .empty: return "empty state"
         case .failed(let error, let cached):
             return cached == nil ? "error: \(error)" : "\(items(count)) kept + error: \(error)"
@@ -219,6 +229,9 @@ final class Tour {
         let longest = waited.max() ?? .zero
         let total = waited.reduce(Duration.zero, +)
         let average = waited.isEmpty ? Duration.zero : total / waited.count
+        print(
+            "  posts store: \(posts.count) entries for \(stats.postLeases) screen leases, "
+                + "\(stats.syncs["posts", default: 0]) syncs in all")
         print(
             "  requests: \(stats.requests) sent; \(waited.count) waited for the token "
                 + "(average \(Timeline.seconds(average)) s, longest \(Timeline.seconds(longest)) s), "
