@@ -59,6 +59,7 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     /// - Parameters:
     ///   - loadable: The loadable to keep in use.
     ///   - tracker: Told of the beginning and the end of this lease instead of `loadable`.
+    @usableFromInline
     package init(_ loadable: Value, tracker: (any LoadableLeaseTracker)? = nil) {
         storedLoadable = MainActorObject(loadable)
         self.tracker = MainActorObject(tracker)
@@ -212,6 +213,7 @@ extension LoadableLease: ContentsLoadable where Value: ContentsLoadable {
 /// entry, which keeps its loadable in use once for all its leases and learns when the last one
 /// ends. Told on the main actor, once per lease each.
 @MainActor
+@usableFromInline
 package protocol LoadableLeaseTracker: AnyObject {
     /// A lease began.
     func leaseDidBegin()

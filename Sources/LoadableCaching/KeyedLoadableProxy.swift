@@ -126,7 +126,18 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     }
 
     private var isShowingPlaceholder: Bool {
-        placeholderContents != nil && entryHasNothingToShow
+        endPlaceholderIfEntrySettled()
+        return placeholderContents != nil && entryHasNothingToShow
+    }
+
+    /// Drops the placeholder of the current key once its entry is seen failed or successful:
+    /// from then on only the entry's own contents and error show, even for a loadable that keeps
+    /// no failure record (`TestLoadable`, a combined loadable, a type of the app's own).
+    private func endPlaceholderIfEntrySettled() {
+        guard placeholderContents != nil, let loadable = lease?.loadable else { return }
+        let state = loadable.statusUntrackedWherePossible.state
+        guard state == .didFailToSync || state == .didSyncSuccessfully else { return }
+        placeholderContents = nil
     }
 
     /// Follows the current entry while the proxy has observers (see the type's documentation).
@@ -137,6 +148,7 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
         // Weakly: the proxy may be released on another thread while the entry notifies.
         entryObservation = loadable.addFollowerObserver { [weak self] _ in
             guard let self else { return }
+            self.endPlaceholderIfEntrySettled()
             self.core.willChange()
             self.core.didChange(NotificationSubject(self))
         }

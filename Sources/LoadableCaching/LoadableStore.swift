@@ -36,7 +36,11 @@ public import Observation
 /// Isolated to the main actor. Observable: ``count`` and ``syncingCount``.
 @MainActor
 public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadable>: Observable {
-    typealias Entry = StoreEntry<Key, Value>
+    @usableFromInline typealias Entry = StoreEntry<Key, Value>
+
+    // The mutable stored properties skip dynamic exclusivity checks (they cost a lease a fifth of
+    // its time): they are used on the main actor only, and no access to one of them spans a call
+    // of code that could reach it again (`make`, observers and predicates run outside them).
 
     /// How long an entry without leases is kept before it is dropped.
     public let retention: Duration
@@ -45,26 +49,31 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     private let retentionNanoseconds: Int64
     private let clock: ElapsedClock
-    private let make: @MainActor (Key) -> Value
-    private var entries: [Key: Entry] = [:]
+    @usableFromInline let make: @MainActor (Key) -> Value
+    // Inlinable (with `lease(_:)`), so that the lookup of a live key is specialized for the app's
+    // key type: unspecialized, a dictionary lookup and the lease's type cost several times the
+    // lookup itself.
+    @exclusivity(unchecked) @usableFromInline var entries: [Key: Entry] = [:]
     /// Every entry, in the order they were made.
-    private var ordered = EntryList<Key, Value>(retained: false)
+    @exclusivity(unchecked) private var ordered = EntryList<Key, Value>(retained: false)
     /// The entries without leases, least recently released first.
-    private var retained = EntryList<Key, Value>(retained: true)
+    @exclusivity(unchecked) private var retained = EntryList<Key, Value>(retained: true)
     /// The one timer of the store: armed for the expiry of the head of ``retained``.
     private var timer = ClockTimer()
     /// When the armed timer fires, on the store's clock; `nil` when not armed.
-    private var timerDeadline: Int64?
+    @exclusivity(unchecked) private var timerDeadline: Int64?
     /// The keys whose `make` is running, innermost last.
-    private var keysBeingMade: [Key] = []
+    @exclusivity(unchecked) @usableFromInline var keysBeingMade: [Key] = []
+    /// Removes a key from ``entries``; see ``makeEntry(for:)``.
+    @exclusivity(unchecked) @usableFromInline var removeFromDictionary: (@MainActor (Key) -> Void)?
     /// Loadables of the app's own types held by entries (the package's types are marked in their
     /// core instead), for the check that an entry owns its loadable.
-    private var ownTypeValues: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) private var ownTypeValues: Set<ObjectIdentifier> = []
     /// Set on every entry's loadable: counts syncing entries.
     private var syncingWatcher: (@MainActor (_ isSyncing: Bool) -> Void)?
-    private var storedSyncingCount = 0
+    @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
-    private var registrar: ObservationRegistrar?
+    @exclusivity(unchecked) private var registrar: ObservationRegistrar?
 
     /// Creates an empty store.
     ///
@@ -114,6 +123,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     ///
     /// - Parameter key: The key of the entry.
     /// - Returns: A new lease; every lease of one live entry stands for the same loadable.
+    @inlinable
     public func lease(_ key: Key) -> LoadableLease<Value> {
         let entry = entries[key] ?? makeEntry(for: key)
         return LoadableLease(entry.value, tracker: entry)
@@ -162,15 +172,16 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// entries were made. Leased entries then sync (or sync once more after a running sync);
     /// retained ones only turn stale, and sync when leased again and asked to `syncIfNeeded()`.
     ///
-    /// - Parameter matches: Whether to invalidate the entry of a key.
+    /// - Parameter matches: Whether to invalidate the entry of a key. It must not use the store
+    ///   (an entry it removes may end the walk early).
     public func invalidate(where matches: (Key) -> Bool) {
         // Collected first: an observer of an invalidated entry may lease, release or remove.
-        invalidate(ordered.entries.filter { matches($0.key) })
+        invalidate(ordered.entries(where: matches))
     }
 
     /// Invalidates every entry (see ``invalidate(where:)``).
     public func invalidateAll() {
-        invalidate(ordered.entries)
+        invalidate(ordered.entries(where: { _ in true }))
     }
 
     private func invalidate(_ matching: [Entry]) {
@@ -194,19 +205,23 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// Drops every entry, cancelling their syncs in the order the entries were made (logout). Live leases keep their loadables, which
     /// are no longer the store's.
     public func removeAll() {
-        let all = ordered.entries
-        withMutation(of: \.count) {
-            ordered.removeAll()
-            retained.removeAll()
-            entries.removeAll()
-        }
+        let all = ordered.entries(where: { _ in true })
+        willChangeCount()
+        ordered.removeAll()
+        retained.removeAll()
+        entries.removeAll()
+        didChangeCount()
         for entry in all { detach(entry) }
         for entry in all where entry.isSyncing { entry.value.cancelSync() }
     }
 
     // MARK: - Entries
 
-    private func makeEntry(for key: Key) -> Entry {
+    /// Makes the entry of `key`, with `make`, and adds it to the store. Inlinable with
+    /// ``lease(_:)``: the calls of `make` and the insert into the dictionary are then specialized
+    /// for the app's types.
+    @inlinable
+    func makeEntry(for key: Key) -> Entry {
         requireValid(
             !keysBeingMade.contains(key),
             "LoadableStore: make(\(key)) asked the store for \(key) itself; make must not lease the key it is making"
@@ -215,8 +230,24 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         let value = make(key)
         keysBeingMade.removeLast()
         // A `make` may lease other keys, and they theirs, but none can have made this key.
-        let owner = value as? any LoadableCoreOwner
-        if let owner {
+        let entry = Entry(key: key, value: value, store: self)
+        adopt(entry)
+        willChangeCount()
+        entries[key] = entry
+        if removeFromDictionary == nil {
+            // Made here, in code specialized for the app's key type, so that the removals made by
+            // the store's own code (unspecialized: a release, the timer) are specialized too.
+            removeFromDictionary = { [unowned self] key in entries[key] = nil }
+        }
+        didAddEntry(entry)
+        return entry
+    }
+
+    /// Checks that `entry` owns its loadable and hooks the loadable's syncing reports.
+    @usableFromInline
+    func adopt(_ entry: Entry) {
+        let key = entry.key
+        if let owner = entry.owner {
             requireValid(
                 owner.core.extras?.syncingDidChange == nil,
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
@@ -224,17 +255,18 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
             owner.core.extrasForWriting.syncingDidChange = syncingWatcher
         } else {
             requireValid(
-                ownTypeValues.insert(ObjectIdentifier(value)).inserted,
+                ownTypeValues.insert(ObjectIdentifier(entry.value)).inserted,
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of this store; an entry must own its loadable, so make must return a new one for every key"
             )
         }
-        let entry = Entry(key: key, value: value, owner: owner, store: self)
-        withMutation(of: \.count) {
-            entries[key] = entry
-            ordered.append(entry)
-        }
-        if owner != nil, entry.isSyncing { syncingCountDidChange(by: 1) }
-        return entry
+    }
+
+    /// Ends the addition of `entry`, which is in the dictionary now.
+    @usableFromInline
+    func didAddEntry(_ entry: Entry) {
+        ordered.append(entry)
+        didChangeCount()
+        if entry.owner != nil, entry.isSyncing { syncingCountDidChange(by: 1) }
     }
 
     /// The last lease of an attached entry ended: retain it, or drop it when nothing may be kept.
@@ -260,10 +292,10 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// that uses the store: the entry is already gone by then).
     private func drop(_ entry: Entry) {
         retained.remove(entry)
-        withMutation(of: \.count) {
-            ordered.remove(entry)
-            entries[entry.key] = nil
-        }
+        willChangeCount()
+        ordered.remove(entry)
+        if let removeFromDictionary { removeFromDictionary(entry.key) } else { entries[entry.key] = nil }
+        didChangeCount()
         detach(entry)
         if entry.isSyncing { entry.value.cancelSync() }
     }
@@ -281,7 +313,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     }
 
     private func syncingCountDidChange(by delta: Int) {
-        withMutation(of: \.syncingCount) { storedSyncingCount += delta }
+        registrar?.willSet(self, keyPath: \.syncingCount)
+        storedSyncingCount += delta
+        registrar?.didSet(self, keyPath: \.syncingCount)
     }
 
     // MARK: - Expiry
@@ -320,18 +354,26 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         registrar?.access(self, keyPath: keyPath)
     }
 
-    private func withMutation<Member>(of keyPath: KeyPath<LoadableStore, Member>, _ body: () -> Void) {
-        guard let registrar else { return body() }
-        registrar.willSet(self, keyPath: keyPath)
-        body()
-        registrar.didSet(self, keyPath: keyPath)
+    // A change tells Observation only once something tracked the store: the key paths (of a
+    // generic class, built at every use) are not even made before (optional chaining evaluates
+    // the arguments only when there is a registrar).
+
+    @usableFromInline
+    func willChangeCount() {
+        registrar?.willSet(self, keyPath: \.count)
+    }
+
+    @usableFromInline
+    func didChangeCount() {
+        registrar?.didSet(self, keyPath: \.count)
     }
 }
 
 extension LoadableStore {
     /// Writes the contents of `key`'s entry without a sync (see `PushLoadable.setContents(_:)`),
     /// making a retained entry when there is none: after an action whose answer is the new
-    /// contents, the next screen shows them without a request.
+    /// contents, the next screen shows them at once. (A new entry has never synced, so a screen's
+    /// `syncIfNeeded()` still confirms it, with the contents on screen.)
     ///
     /// A store that keeps nothing unleased (``retention`` `.zero` or ``maxRetained`` 0) makes no
     /// entry for this: it would be dropped at once.

@@ -1,4 +1,4 @@
-internal import Loadable
+package import Loadable
 
 /// One key's entry in a ``LoadableStore``: its loadable, its leases, and its place in the list of
 /// retained entries.
@@ -7,31 +7,34 @@ internal import Loadable
 /// loadable and the last one ends it, so a lease of a key that is already leased costs a count.
 /// Leases hold their entry strongly; the entry holds its store weakly (a lease may outlive it).
 @MainActor
+@usableFromInline
 final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: LoadableLeaseTracker {
     let key: Key
-    let value: Value
+    @usableFromInline let value: Value
     /// The loadable as one of the package's (it counts uses and reports syncing through its
     /// core); `nil` for a type of the app's own.
     let owner: (any LoadableCoreOwner)?
     /// The store, while the entry is in it; `nil` once it left (expired, removed, dropped).
-    weak var store: LoadableStore<Key, Value>?
+    @exclusivity(unchecked) weak var store: LoadableStore<Key, Value>?
     /// Whether the entry is in its store (its store may be gone while this is still `true`).
     var isInStore: Bool { orderLinks.isLinked }
     /// The entry's place in its store's list of all entries, in the order they were made.
-    var orderLinks = EntryLinks<StoreEntry>()
+    @exclusivity(unchecked) var orderLinks = EntryLinks<StoreEntry>()
     /// The entry's place in its store's list of retained entries, while it is retained.
-    var retainedLinks = EntryLinks<StoreEntry>()
+    @exclusivity(unchecked) var retainedLinks = EntryLinks<StoreEntry>()
     /// Live leases.
-    var leaseCount = 0
+    @exclusivity(unchecked) var leaseCount = 0
     /// Whether the entry is in the store's list of retained entries.
     var isRetained: Bool { retainedLinks.isLinked }
     /// When a retained entry expires, in nanoseconds on the store's clock.
-    var expiresAt: Int64 = 0
+    @exclusivity(unchecked) var expiresAt: Int64 = 0
 
-    init(key: Key, value: Value, owner: (any LoadableCoreOwner)?, store: LoadableStore<Key, Value>) {
+    /// An entry of `store` for `value`, made for `key`.
+    @usableFromInline
+    init(key: Key, value: Value, store: LoadableStore<Key, Value>) {
         self.key = key
         self.value = value
-        self.owner = owner
+        owner = value as? any LoadableCoreOwner
         self.store = store
     }
 
@@ -41,14 +44,14 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Loada
         return value.statusUntrackedWherePossible.state == .syncing
     }
 
-    func leaseDidBegin() {
+    @usableFromInline func leaseDidBegin() {
         leaseCount += 1
         guard leaseCount == 1 else { return }
         if isRetained { store?.entryIsLeasedAgain(self) }
         owner?.beginUse()
     }
 
-    func leaseDidEnd() {
+    @usableFromInline func leaseDidEnd() {
         leaseCount -= 1
         guard leaseCount == 0 else { return }
         owner?.endUse()
@@ -120,14 +123,13 @@ struct EntryList<Key: Hashable & Sendable, Value: SyncableLoadable> {
         count -= 1
     }
 
-    /// The entries, oldest first, held strongly: a caller may run code that changes the list
-    /// while it goes through them.
-    var entries: [Entry] {
+    /// The entries whose key matches, oldest first, held strongly: a caller may run code that
+    /// changes the list while it goes through them. `matches` must not change the list.
+    func entries(where matches: (Key) -> Bool) -> [Entry] {
         var entries: [Entry] = []
-        entries.reserveCapacity(count)
         var entry = head
         while let current = entry {
-            entries.append(current)
+            if matches(current.key) { entries.append(current) }
             entry = links(of: current).newer
         }
         return entries
