@@ -266,7 +266,8 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     func didAddEntry(_ entry: Entry) {
         ordered.append(entry)
         didChangeCount()
-        if entry.owner != nil, entry.isSyncing { syncingCountDidChange(by: 1) }
+        // The core's state, which the syncing watcher follows (`isSyncing` may read another's).
+        if let owner = entry.owner, owner.core.state == .syncing { syncingCountDidChange(by: 1) }
     }
 
     /// The last lease of an attached entry ended: retain it, or drop it when nothing may be kept.

@@ -38,9 +38,11 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Loada
         self.store = store
     }
 
-    /// Whether the loadable is syncing now, read without telling Observation.
+    /// Whether the loadable is syncing now, read without telling Observation: its state as it reads
+    /// it (a loadable that shows another one's state, such as a mapped loadable, keeps none in its
+    /// core).
     var isSyncing: Bool {
-        if let owner { return owner.core.state == .syncing }
+        if let owner { return owner.untrackedStatus.state == .syncing }
         return value.statusUntrackedWherePossible.state == .syncing
     }
 

@@ -1,4 +1,5 @@
 import Loadable
+import LoadableCaching
 import LoadableGroup
 import LoadableSyncer
 import LoadableTestSupport
@@ -148,6 +149,31 @@ struct LoadableKind: Sendable, CustomTestStringConvertible {
             let loadable = PlainLoadable()
             let lease = loadable.lease()
             return .following(lease, readContents: { [weak lease] in _ = lease?.contents }, source: loadable)
+        },
+        LoadableKind(name: "LoadableLease from a LoadableStore") {
+            let store = LoadableStore<Int, PlainLoadable>(clock: ManualClock()) { _ in PlainLoadable() }
+            let lease = store.lease(1)
+            let entry = lease.loadable
+            // The driver keeps the store, which its lease holds only through the entry, weakly.
+            return Subject(lease, readContents: { [weak lease] in _ = lease?.contents }) { state in
+                withExtendedLifetime(store) { entry.drive(to: state) }
+            }
+        },
+        LoadableKind(name: "KeyedLoadableProxy") {
+            let store = LoadableStore<Int, PlainLoadable>(clock: ManualClock()) { _ in PlainLoadable() }
+            let proxy = KeyedLoadableProxy(store: store, key: 1)
+            let entry = proxy.loadable!
+            return .following(proxy, readContents: { [weak proxy] in _ = proxy?.contents }, source: entry)
+        },
+        LoadableKind(name: "KeyedLoadableProxy showing a placeholder") {
+            // Key 1 has contents; key 2 has none yet, so the proxy starts on key 1's, as a
+            // placeholder, until key 2's entry succeeds or fails.
+            let store = LoadableStore<Int, PlainLoadable>(clock: ManualClock()) { _ in PlainLoadable() }
+            let proxy = KeyedLoadableProxy(store: store, key: 1, placeholder: .previousContents)
+            proxy.loadable!.setDidSyncSuccessfully(10)
+            proxy.key = 2
+            let entry = proxy.loadable!
+            return .following(proxy, readContents: { [weak proxy] in _ = proxy?.contents }, source: entry)
         },
         LoadableKind(name: "MappedLoadable") {
             let source = PushLoadable<Int>()
