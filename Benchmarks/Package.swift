@@ -18,6 +18,7 @@ let package = Package(
             dependencies: [
                 "AllocationCounter",
                 .product(name: "Loadable", package: "Loadable"),
+                .product(name: "LoadableCaching", package: "Loadable"),
                 .product(name: "LoadableGroup", package: "Loadable"),
                 .product(name: "LoadableSyncer", package: "Loadable"),
                 .product(name: "LoadableTesting", package: "Loadable"),

@@ -10,17 +10,24 @@ struct Settings {
     var waitCounts = [10_000, 40_000]
     var expiryCounts = [10_000, 40_000]
     var memoryInstances = 200_000
+    /// Keys that have a lease held elsewhere, leased and released in turn.
+    var storeLiveKeys = 1_000
+    var storeLeaseOperations = 1_000_000
+    var storeExpiryCounts = [100_000, 400_000]
+    var storeInvalidateCount = 100_000
+    var storeMemoryEntries = 100_000
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
         runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
-        groupSizes: [1_000, 4_000, 100_000, 400_000])
+        groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000)
 
     /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
     /// are not the goals'.
     static let profile = Settings(
         runs: 1, groupRuns: 1, syncCycles: 20_000, fanOutDeliveries: 20_000, groupSizes: [10_000],
-        waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000)
+        waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
+        storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -28,7 +35,7 @@ struct Settings {
 @main
 @MainActor
 struct LoadableBenchmarks {
-    static let scenarios = ["sync-cycle", "fan-out", "group", "waiters", "memory"]
+    static let scenarios = ["sync-cycle", "fan-out", "group", "waiters", "memory", "store"]
 
     static func main() async throws {
         var arguments = CommandLine.arguments.dropFirst()
@@ -79,6 +86,7 @@ struct LoadableBenchmarks {
         if wants("fan-out") { runFanOut(settings, into: &report) }
         if wants("group") { runGroup(settings, into: &report) }
         if wants("waiters") { await runWaiters(settings, into: &report) }
+        if wants("store") { await runStore(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
