@@ -202,8 +202,8 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         drop(entry)
     }
 
-    /// Drops every entry, cancelling their syncs in the order the entries were made (logout). Live leases keep their loadables, which
-    /// are no longer the store's.
+    /// Drops every entry, cancelling their syncs in the order the entries were made (logout).
+    /// Live leases keep their loadables, which are no longer the store's.
     public func removeAll() {
         let all = ordered.entries(where: { _ in true })
         willChangeCount()

@@ -80,20 +80,6 @@ struct KeyedLoadableProxyTests {
         return counter
     }
 
-    /// Drops the value in `box` on a new thread (a real second thread, not a task) and returns once
-    /// it was dropped there; blocks the calling thread meanwhile (a semaphore wait, not a sleep),
-    /// so that nothing the release hands to the main actor runs before the caller continues.
-    static func releaseOnAnotherThread<Value>(_ box: Locked<Value?>) {
-        let released = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            var value = box.withLock { $0.take() }
-            value = nil
-            _ = value
-            released.signal()
-        }
-        released.wait()
-    }
-
     // MARK: - Without a key
 
     @Test("without a key: idle, no contents, no error, no sync needed, and the commands do nothing")
@@ -825,7 +811,7 @@ struct KeyedLoadableProxyTests {
         let token = box.withLock { $0?.addObserver { _ in calls += 1 } }
         #expect(entry.hasObservers)
 
-        Self.releaseOnAnotherThread(box)
+        releaseOnAnotherThread(box)
         #expect(weakProxy == nil)
         // The end of the lease is handed to the main actor, which has not run yet.
         #expect(entry.isInUse)

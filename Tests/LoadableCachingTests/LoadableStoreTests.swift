@@ -135,20 +135,6 @@ private func letTasksRun(rounds: Int = 20) async {
     }
 }
 
-/// Drops the value in `box` on a new thread (a real second thread, not a task) and returns once it
-/// was dropped there. Blocks the calling thread meanwhile (a semaphore, not a sleep), so nothing
-/// the release hands to the main actor runs before the caller continues.
-private func releaseOnAnotherThread<Value>(_ box: Locked<Value?>) {
-    let released = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        var value = box.withLock { $0.take() }
-        value = nil
-        _ = value
-        released.signal()
-    }
-    released.wait()
-}
-
 // MARK: - 1. One entry per key
 
 @Suite("LoadableStore: one entry per key")

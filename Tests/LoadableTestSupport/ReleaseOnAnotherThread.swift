@@ -1,5 +1,5 @@
-import Foundation
-import Loadable
+internal import Foundation
+package import Loadable
 
 /// Drops the value in `box` on a new thread (a real second thread, not a task) and returns once
 /// it was dropped there.
@@ -8,7 +8,7 @@ import Loadable
 /// hands to the main actor can run before the caller continues: the caller sees the state right
 /// after the release, as code on the main thread would if another thread released the object just
 /// before.
-func releaseOnAnotherThread<Value>(_ box: Locked<Value?>) {
+package func releaseOnAnotherThread<Value>(_ box: Locked<Value?>) {
     let released = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
         // Taken out under the lock, released outside it, on this thread.
