@@ -26,6 +26,10 @@ public import Observation
 /// loadable, but ``sync()``, ``syncIfNeeded()``, ``invalidate()`` and ``cancelSync()`` do nothing:
 /// a forgotten handle must not drive traffic.
 ///
+/// The lease makes its ``loadable`` in use (`loadable.isInUse`); the lease's own `isInUse` tells
+/// whether something uses the lease in turn (a group or proxy in use that has it as a member or
+/// target, or a lease of the lease), which it passes on to the loadable too.
+///
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor
 public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Observable,
