@@ -1508,8 +1508,10 @@ struct StoreReentrancyTests {
             guard loadable.loadableState != .syncing, kept.isEmpty, let store = ref.store else { return }
             kept.append(store.lease(2))
         }
-        first = nil  // released first: expires first
-        second = nil
+        // Released with release(), in this order: an optimized build may end a local's lifetime
+        // after its last use, so setting the variables to nil would not fix the order.
+        first?.release()  // released first: expires first
+        second?.release()
 
         await waitForTimer(clock)
         await clock.advance(by: .seconds(10))
@@ -1525,6 +1527,8 @@ struct StoreReentrancyTests {
 
         await clock.advance(by: .seconds(20))
         #expect(store.count == 1)
+        first = nil  // released leases still hold their loadables
+        second = nil
         kept.removeAll()
         #expect(secondLoadable?.isInUse == false)
         await waitForTimer(clock)
