@@ -237,7 +237,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         if removeFromDictionary == nil {
             // Made here, in code specialized for the app's key type, so that the removals made by
             // the store's own code (unspecialized: a release, the timer) are specialized too.
-            removeFromDictionary = { [unowned self] key in entries[key] = nil }
+            removeFromDictionary = { [weak self] key in self?.entries[key] = nil }
         }
         didAddEntry(entry)
         return entry
