@@ -388,13 +388,15 @@ struct WatchdogTests {
         #expect(loadable.loadableState == .syncing)
         loadable.setDidSyncSuccessfully(2)
 
+        // The first loadable's timer may still sleep on the shared clock: wait for one more.
+        let sleepersBefore = clock.pendingSleepCount
         let observed = ManualLoadable(contents: 1, clock: clock)
         observed.maxAge = .seconds(Int64.max)
         observed.syncTimeout = .seconds(5)
         let token = observed.observe { _ in }
         observed.setContents(2)
         observed.sync()
-        await clock.waitForSleepers()
+        await clock.waitForSleepers(count: sleepersBefore + 1)
         await clock.advance(by: .seconds(5))
         #expect(observed.error as? LoadableError == .timedOut)
         #expect(!observed.isStale)
