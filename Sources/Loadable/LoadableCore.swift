@@ -191,6 +191,18 @@ package final class LoadableCore {
     package func confirmContents() {
         storedConfirmedAt = now
         storedFreshness.subtract([.invalidated, .staleByAgeAnnounced])
+        // Every change of the base contents comes through here: a successful sync, a write of
+        // contents. A persisting loadable saves them (the persistence only queues the save).
+        if let persistence = storedExtras?.persistence { persistence.baseContentsDidChange() }
+    }
+
+    /// Records contents restored from a cache, confirmed `age` ago: they are as old as the cache
+    /// says, so freshness judges their real age. An invalidation stays; a stale announcement is
+    /// forgotten. Not a change of the base contents (nothing is saved).
+    package func confirmRestoredContents(age: Duration) {
+        // `.min` means "never": an age beyond the clock's range is the oldest time instead.
+        storedConfirmedAt = Swift.max(LoadableTime.adding(-LoadableTime.nanoseconds(age), to: now), .min + 1)
+        storedFreshness.remove(.staleByAgeAnnounced)
     }
 
     /// Records a successful sync: the contents are confirmed and the failure count starts over.
@@ -550,6 +562,9 @@ package final class LoadableCoreExtras {
     /// Set only by the store that owns the loadable; the store's check that an entry owns its
     /// loadable reads it too.
     @exclusivity(unchecked) package var syncingDidChange: (@MainActor (_ isSyncing: Bool) -> Void)?
+    /// Saves the base contents after each change of them (module `LoadableCaching`); owned here,
+    /// so that it lives as long as the loadable.
+    @exclusivity(unchecked) package var persistence: (any ContentsPersisting)?
     /// Failures since the last success.
     @exclusivity(unchecked) package var consecutiveFailures = 0
     /// Contents older than this are stale; `nil`: never stale by age.
@@ -603,6 +618,16 @@ package final class LoadableCoreExtras {
     deinit {
         timer.cancelTask()
     }
+}
+
+/// What saves a loadable's base contents after each change of them (a persistence, in module
+/// `LoadableCaching`); a loadable's core owns it.
+@MainActor
+package protocol ContentsPersisting: AnyObject {
+    /// The base contents changed (a successful sync, a write of contents), and are stored.
+    ///
+    /// Called before observers are notified; it must not run code of the app.
+    func baseContentsDidChange()
 }
 
 /// Time as the cores store it: `Int64` nanoseconds, which fit in the core's spare bytes where a

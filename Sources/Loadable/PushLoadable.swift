@@ -180,6 +180,20 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         finishChange(endingSync: false)
     }
 
+    /// Sets contents restored from a cache, confirmed `age` ago, without changing the state or
+    /// the error, and notifies once. Not a change of the base contents: nothing is saved.
+    ///
+    /// - Parameters:
+    ///   - contents: The restored contents.
+    ///   - age: How long ago they were confirmed; ``Loadable/age`` continues from it.
+    package final func restoreContents(_ contents: Contents, age: Duration) {
+        core.willChange()
+        storedContents = contents
+        core.hasContents = true
+        core.confirmRestoredContents(age: age)
+        finishChange(endingSync: false)
+    }
+
     /// Notifies observers that the contents changed in place (the state stays as it is).
     public final func notifyDidChange() {
         core.willChange()

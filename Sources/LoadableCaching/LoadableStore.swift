@@ -1,3 +1,4 @@
+public import Foundation
 public import Loadable
 public import Observation
 
@@ -74,6 +75,8 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
     @exclusivity(unchecked) private var registrar: ObservationRegistrar?
+    /// How entries are persisted, for a store made with a cache.
+    private var persistence: StorePersistence<Key, Value>?
 
     /// Creates an empty store.
     ///
@@ -196,14 +199,22 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// Drops the entry of `key` now, cancelling its sync. Live leases keep their loadable, which
     /// is no longer the store's: the next lease of `key` makes a new entry.
     ///
+    /// In a store with a cache, the key's cached entry is removed too (after any save of it asked
+    /// for before), whether or not the store had an entry: the next entry of `key` starts
+    /// without it.
+    ///
     /// - Parameter key: The key of the entry; a key without one is ignored.
     public func remove(_ key: Key) {
-        guard let entry = entries[key] else { return }
-        drop(entry)
+        if let entry = entries[key] { drop(entry) }
+        persistence?.removeCachedEntry(of: key)
     }
 
     /// Drops every entry, cancelling their syncs in the order the entries were made (logout).
     /// Live leases keep their loadables, which are no longer the store's.
+    ///
+    /// In a store with a cache, the cache is cleared too (`LoadableCache.removeAll()`), after
+    /// every save asked for before: nothing of the last user is left in it. Await ``flush()`` to
+    /// know when that is done.
     public func removeAll() {
         let all = ordered.entries(where: { _ in true })
         willChangeCount()
@@ -212,6 +223,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         entries.removeAll()
         didChangeCount()
         for entry in all { detach(entry) }
+        persistence?.removeAllCachedEntries()
         for entry in all where entry.isSyncing { entry.value.cancelSync() }
     }
 
@@ -253,6 +265,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
             )
             owner.core.extrasForWriting.syncingDidChange = syncingWatcher
+            persistence?.persist(entry.value, key: key)
         } else {
             requireValid(
                 ownTypeValues.insert(ObjectIdentifier(entry.value)).inserted,
@@ -308,6 +321,8 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         if let owner = entry.owner {
             if owner.core.state == .syncing { syncingCountDidChange(by: -1) }
             owner.core.extras?.syncingDidChange = nil
+            // A loadable is persisted while it is an entry (saves asked for before still run).
+            if persistence != nil { (owner.core.extras?.persistence as? LoadablePersistence)?.stop() }
         } else {
             ownTypeValues.remove(ObjectIdentifier(entry.value))
         }
@@ -371,6 +386,75 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 }
 
 extension LoadableStore {
+    /// Creates an empty store whose entries keep their contents in `cache`: each entry's loadable
+    /// is persisted under `cacheKey(key)` when it is made, as by
+    /// `Loadable.persist(in:key:version:maxRestoreAge:encoder:decoder:now:onError:)`, for as long
+    /// as it is an entry. An entry made again for a key (after its expiry, or at the next launch)
+    /// so starts with the contents its key had last.
+    ///
+    /// ``removeAll()`` clears the cache too (logout), and ``remove(_:)`` removes the key's cached
+    /// entry.
+    ///
+    /// ```swift
+    /// let posts = LoadableStore<Post.ID, PostLoadable>(
+    ///     cache: FileLoadableCache(directory: postsDirectory), cacheKey: { "post-\($0)" }
+    /// ) { id in PostLoadable(id: id, api: api) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - retention: How long an entry is kept after its last lease ended.
+    ///   - maxRetained: How many entries without leases are kept at most.
+    ///   - clock: The clock retention (and the entries' ages) run on.
+    ///   - cache: Where the entries' contents are kept.
+    ///   - cacheKey: The cache key of an entry's key. Different keys must give different cache
+    ///     keys; a cache shared with other stores needs a prefix per store.
+    ///   - version: The version of the contents' encoding.
+    ///   - maxRestoreAge: Entries saved longer ago than this are not restored; `nil` restores any
+    ///     age. Negative stops the program.
+    ///   - encoder: Encodes the contents.
+    ///   - decoder: Decodes the contents.
+    ///   - now: The wall-clock time; by default the system's.
+    ///   - onError: Told of each failure to restore, save or remove, with a `LoadableCacheError`
+    ///     that names the cache key.
+    ///   - make: Makes the loadable of a key (see ``init(retention:maxRetained:clock:make:)``).
+    public convenience init<Contents: Codable & Sendable>(
+        retention: Duration = .seconds(300),
+        maxRetained: Int? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        cache: any LoadableCache,
+        cacheKey: @escaping @MainActor (Key) -> String,
+        version: Int = 1,
+        maxRestoreAge: Duration? = nil,
+        encoder: JSONEncoder = JSONEncoder(),
+        decoder: JSONDecoder = JSONDecoder(),
+        now: @escaping @Sendable () -> Date = { Date.now },
+        onError: (@MainActor (any Error) -> Void)? = nil,
+        make: @escaping @MainActor (Key) -> Value
+    ) where Value: Loadable<Contents> {
+        if let maxRestoreAge {
+            requireValid(
+                maxRestoreAge >= .zero,
+                "LoadableStore: maxRestoreAge must be .zero or more, or nil (any age), got \(maxRestoreAge)"
+            )
+        }
+        self.init(retention: retention, maxRetained: maxRetained, clock: clock, make: make)
+        persistence = StorePersistence(
+            cache: cache, cacheKey: cacheKey, onError: onError,
+            persist: { value, cacheKey, onError in
+                value.persist(
+                    in: cache, key: cacheKey, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
+                    decoder: decoder, now: now, onError: onError)
+            })
+    }
+
+    /// Waits until every read and write asked of the store's cache so far is done: the entries'
+    /// restores and saves, a ``remove(_:)``'s or a ``removeAll()``'s. Returns at once for a store
+    /// without a cache.
+    public func flush() async {
+        guard let cache = persistence?.cache else { return }
+        await CacheQueue.flush(cache)
+    }
+
     /// Writes the contents of `key`'s entry without a sync (see `PushLoadable.setContents(_:)`),
     /// making a retained entry when there is none: after an action whose answer is the new
     /// contents, the next screen shows them at once. (A new entry has never synced, so a screen's
@@ -404,5 +488,52 @@ extension LoadableStore {
     public func updateContents<Contents>(for key: Key, _ body: (inout Contents) -> Void)
     where Value: PushLoadable<Contents> {
         entries[key]?.value.updateContents(body)
+    }
+}
+
+/// How a store persists its entries: what its init with a cache was given.
+@MainActor
+struct StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
+    let cache: any LoadableCache
+    let cacheKey: @MainActor (Key) -> String
+    let onError: (@MainActor (any Error) -> Void)?
+    let persist: @MainActor (Value, String, (@MainActor (any Error) -> Void)?) -> Void
+
+    /// Persists a new entry's loadable.
+    func persist(_ value: Value, key: Key) {
+        persist(value, cacheKey(key), onError)
+    }
+
+    /// Queues the removal of `key`'s cached entry.
+    func removeCachedEntry(of key: Key) {
+        let cacheKey = cacheKey(key)
+        let cache = cache
+        let onError = onError
+        CacheQueue.of(cache).enqueue(
+            CacheQueue.Job(key: cacheKey) {
+                do {
+                    try await cache.remove(key: cacheKey)
+                    return nil
+                } catch {
+                    let failure = error as? LoadableCacheError ?? .removeFailed(key: cacheKey, underlying: error)
+                    return { onError?(failure) }
+                }
+            })
+    }
+
+    /// Queues the clearing of the cache.
+    func removeAllCachedEntries() {
+        let cache = cache
+        let onError = onError
+        CacheQueue.of(cache).enqueue(
+            CacheQueue.Job(key: nil) {
+                do {
+                    try await cache.removeAll()
+                    return nil
+                } catch {
+                    let failure = error as? LoadableCacheError ?? .removeAllFailed(underlying: error)
+                    return { onError?(failure) }
+                }
+            })
     }
 }

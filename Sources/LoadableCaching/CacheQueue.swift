@@ -1,0 +1,169 @@
+internal import Loadable
+
+/// The reads and writes asked of one cache object, run one at a time in the order they were asked
+/// for: a save of a key never lands after a newer save of it, a restore reads the last save asked
+/// for before it, and a `removeAll()` follows every save asked for before it.
+///
+/// One queue per cache object, found by the object's identity while it has work, and forgotten
+/// when it runs dry. A save waiting for its turn is replaced by a newer save of the same key
+/// (only the newest contents matter), unless another job of that key was queued in between.
+///
+/// **Threads.** One task off the main actor runs the jobs' work (encode and save, load and decode)
+/// one after the other, without going back to the main actor in between: a trip there and back
+/// costs two thread wake-ups, several times the work of a small entry. What a job does afterwards
+/// on the main actor (set restored contents, report an error, end a `flush()`) is handed over
+/// without waiting, and the main actor runs these steps in job order, as many as are ready at a
+/// time. A slow job never holds up the steps of the jobs before it.
+final class CacheQueue: Sendable {
+    /// The queues with work, by the identity of their cache.
+    @MainActor private static var queues: [ObjectIdentifier: CacheQueue] = [:]
+
+    /// The queue of `cache`, made if it has none.
+    @MainActor static func of(_ cache: any LoadableCache) -> CacheQueue {
+        let id = ObjectIdentifier(cache)
+        if let queue = queues[id] { return queue }
+        let queue = CacheQueue(cache: cache)
+        queues[id] = queue
+        return queue
+    }
+
+    /// Waits until every job asked of `cache` so far has run, and its main-actor step too.
+    @MainActor static func flush(_ cache: any LoadableCache) async {
+        await withCheckedContinuation { continuation in
+            of(cache).enqueue(Job(key: nil) { { continuation.resume() } })
+        }
+    }
+
+    /// A job's work, off the main actor; returns what to do afterwards on the main actor, if
+    /// anything.
+    typealias Work = @Sendable () async -> (@MainActor () -> Void)?
+
+    /// One read or write.
+    final class Job: @unchecked Sendable {
+        /// The key the job reads or writes; `nil` for a job about every key.
+        let key: String?
+        /// Replaced by a newer save while the job waits; guarded by the queue's lock.
+        fileprivate var work: Work
+
+        init(key: String?, work: @escaping Work) {
+            self.key = key
+            self.work = work
+        }
+    }
+
+    /// What the lock guards.
+    private struct State {
+        var jobs: [Job] = []
+        /// The index of the next job to run in ``jobs``.
+        var next = 0
+        /// Saves not begun yet, by key, that a newer save of the key may replace.
+        var waitingSaves: [String: Job] = [:]
+        /// Whether the task that runs the jobs is running.
+        var isRunning = false
+        /// Main-actor steps of finished jobs, in job order, not run yet.
+        var steps: [@MainActor () -> Void] = []
+        /// Whether a main-actor task to run ``steps`` is on its way.
+        var isRunningSteps = false
+    }
+
+    let cache: any LoadableCache
+    private let state = Locked(State())
+
+    private init(cache: any LoadableCache) {
+        self.cache = cache
+    }
+
+    /// Queues a save of `key`, or replaces the save of `key` that is waiting for its turn.
+    @MainActor func enqueueSave(key: String, work: @escaping Work) {
+        let startsRun = state.withLock { state -> Bool in
+            if let waiting = state.waitingSaves[key] {
+                waiting.work = work
+                return false
+            }
+            let job = Job(key: key, work: work)
+            state.waitingSaves[key] = job
+            return Self.append(job, to: &state)
+        }
+        if startsRun { startRun() }
+    }
+
+    /// Queues a job that is not a save: after it, a save of its key (of every key, for a job
+    /// about every key) waits its turn behind it.
+    @MainActor func enqueue(_ job: Job) {
+        let startsRun = state.withLock { state -> Bool in
+            if let key = job.key { state.waitingSaves[key] = nil } else { state.waitingSaves.removeAll() }
+            return Self.append(job, to: &state)
+        }
+        if startsRun { startRun() }
+    }
+
+    /// Appends `job`; returns whether the run must start.
+    private static func append(_ job: Job, to state: inout State) -> Bool {
+        state.jobs.append(job)
+        guard !state.isRunning else { return false }
+        state.isRunning = true
+        return true
+    }
+
+    private func startRun() {
+        Task.detached { await self.runJobs() }
+    }
+
+    /// Runs job after job until none is left.
+    private func runJobs() async {
+        while let work = takeJob() {
+            if let step = await work() { handOver(step) }
+        }
+        // The queue is forgotten on the main actor, after the steps of its last jobs, unless a job
+        // was queued meanwhile.
+        handOver { [self] in
+            let id = ObjectIdentifier(cache)
+            guard Self.queues[id] === self, !state.withLock({ $0.isRunning }) else { return }
+            Self.queues[id] = nil
+        }
+    }
+
+    /// The next job's work; `nil` (and the run ends) when there is none.
+    private func takeJob() -> Work? {
+        state.withLock { state in
+            guard state.next < state.jobs.count else {
+                state.jobs.removeAll()
+                state.next = 0
+                state.isRunning = false
+                return nil
+            }
+            let job = state.jobs[state.next]
+            state.next += 1
+            if let key = job.key, state.waitingSaves[key] === job { state.waitingSaves[key] = nil }
+            if state.next >= 64, state.next * 2 >= state.jobs.count {
+                state.jobs.removeFirst(state.next)
+                state.next = 0
+            }
+            return job.work
+        }
+    }
+
+    /// Hands `step` to the main actor, behind the steps handed over before it.
+    private func handOver(_ step: @escaping @MainActor () -> Void) {
+        let startsTask = state.withLock { state -> Bool in
+            state.steps.append(step)
+            guard !state.isRunningSteps else { return false }
+            state.isRunningSteps = true
+            return true
+        }
+        if startsTask { Task { @MainActor in self.runSteps() } }
+    }
+
+    /// Runs the steps handed over, in order, until there are none.
+    @MainActor private func runSteps() {
+        while true {
+            let steps = state.withLock { state -> [@MainActor () -> Void] in
+                if state.steps.isEmpty { state.isRunningSteps = false }
+                defer { state.steps.removeAll(keepingCapacity: true) }
+                return state.steps
+            }
+            if steps.isEmpty { return }
+            for step in steps { step() }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+public import Foundation
+
+/// Where persisted loadables keep their contents between launches: a store of ``CachedEntry``
+/// values by string key.
+///
+/// ``FileLoadableCache`` keeps them in files, ``InMemoryLoadableCache`` in memory (for tests, and
+/// for apps that want restore-after-release without a disk). Conform an actor of your own to keep
+/// them elsewhere (a database, a keychain).
+///
+/// The requirements are `async` and not isolated to the caller, so their work runs off the main
+/// actor. A cache is an object (an actor or a class): the persistences that share one cache object
+/// run their reads and writes one at a time, in the order they asked for them, so a slow older
+/// save of a key never lands after a newer one, and a restore reads the last save asked for.
+public protocol LoadableCache: AnyObject, Sendable {
+    /// The entry saved under `key`, or `nil` if there is none.
+    ///
+    /// Throw when an entry is there but cannot be read (a corrupt file): the persistence then
+    /// removes it and reports the error.
+    func load(key: String) async throws -> CachedEntry?
+
+    /// Saves `entry` under `key`, replacing any entry there. A save that fails must leave the
+    /// previous entry whole (or none), never a part of either.
+    func save(_ entry: CachedEntry, key: String) async throws
+
+    /// Removes the entry under `key`; a key without one is not an error.
+    func remove(key: String) async throws
+
+    /// Removes every entry (logout: the next user must not see the last user's data).
+    func removeAll() async throws
+}
+
+/// What a ``LoadableCache`` keeps for one key: the encoded contents, when they were confirmed, and
+/// the version of their encoding.
+public struct CachedEntry: Sendable, Codable, Hashable {
+    /// The encoded contents.
+    public var data: Data
+    /// When the contents were confirmed (by a sync, or written), in wall-clock time: a restore
+    /// sets the loadable's `age` from it.
+    public var savedAt: Date
+    /// The version of the encoding; a restore takes only entries of its own version.
+    public var version: Int
+
+    /// Creates an entry.
+    ///
+    /// - Parameters:
+    ///   - data: The encoded contents.
+    ///   - savedAt: When the contents were confirmed.
+    ///   - version: The version of the encoding.
+    public init(data: Data, savedAt: Date, version: Int) {
+        self.data = data
+        self.savedAt = savedAt
+        self.version = version
+    }
+}
+
+/// Why persisting a loadable failed; every case names the cache key.
+///
+/// A persistence reports these through its `onError` and carries on without the cache: the
+/// loadable's state never changes because of one.
+public enum LoadableCacheError: Error, CustomStringConvertible {
+    /// The stored bytes of `key` are not a complete entry (a file cut short, or not written by
+    /// this cache); `reason` says what is wrong. The entry is removed.
+    case corrupt(key: String, reason: String)
+    /// The entry of `key` was saved with another version of the encoding. The entry is removed.
+    case versionMismatch(key: String, found: Int, expected: Int)
+    /// The entry of `key` could not be decoded as the loadable's contents. The entry is removed.
+    case decodingFailed(key: String, underlying: any Error)
+    /// The contents could not be encoded for `key`; nothing was saved.
+    case encodingFailed(key: String, underlying: any Error)
+    /// Reading the entry of `key` failed (for example, the cache's directory is unreadable).
+    case loadFailed(key: String, underlying: any Error)
+    /// Saving the entry of `key` failed (for example, the directory is not writable); the
+    /// previous entry, if any, is left whole.
+    case saveFailed(key: String, underlying: any Error)
+    /// Removing the entry of `key` failed.
+    case removeFailed(key: String, underlying: any Error)
+    /// Removing every entry failed.
+    case removeAllFailed(underlying: any Error)
+
+    /// The cache key the error is about; `nil` for ``removeAllFailed(underlying:)``.
+    public var key: String? {
+        switch self {
+        case .corrupt(let key, _), .versionMismatch(let key, _, _), .decodingFailed(let key, _),
+            .encodingFailed(let key, _), .loadFailed(let key, _), .saveFailed(let key, _),
+            .removeFailed(let key, _):
+            key
+        case .removeAllFailed: nil
+        }
+    }
+
+    /// A sentence naming the key (cut to 100 characters) and what went wrong.
+    public var description: String {
+        switch self {
+        case .corrupt(let key, let reason):
+            "cached entry \(Self.quoted(key)) is corrupt: \(reason)"
+        case .versionMismatch(let key, let found, let expected):
+            "cached entry \(Self.quoted(key)) has version \(found), expected \(expected)"
+        case .decodingFailed(let key, let underlying):
+            "cached entry \(Self.quoted(key)) could not be decoded: \(underlying)"
+        case .encodingFailed(let key, let underlying):
+            "contents for cache key \(Self.quoted(key)) could not be encoded: \(underlying)"
+        case .loadFailed(let key, let underlying):
+            "cached entry \(Self.quoted(key)) could not be read: \(underlying)"
+        case .saveFailed(let key, let underlying):
+            "cached entry \(Self.quoted(key)) could not be saved: \(underlying)"
+        case .removeFailed(let key, let underlying):
+            "cached entry \(Self.quoted(key)) could not be removed: \(underlying)"
+        case .removeAllFailed(let underlying):
+            "the cache could not be cleared: \(underlying)"
+        }
+    }
+
+    private static func quoted(_ key: String) -> String {
+        key.count <= 100 ? "\"\(key)\"" : "\"\(key.prefix(100))…\" (\(key.utf8.count) bytes)"
+    }
+}
+
+/// A ``LoadableCache`` in memory: for tests (no files, nothing left behind), and for apps that
+/// want a loadable made again after its release to start from its last contents.
+public actor InMemoryLoadableCache: LoadableCache {
+    private var entries: [String: CachedEntry]
+
+    /// Creates a cache holding `entries`.
+    ///
+    /// - Parameter entries: The entries to start with, by key (for a test's "last launch").
+    public init(entries: [String: CachedEntry] = [:]) {
+        self.entries = entries
+    }
+
+    /// The entry saved under `key`, or `nil`.
+    public func load(key: String) -> CachedEntry? {
+        entries[key]
+    }
+
+    /// Saves `entry` under `key`.
+    public func save(_ entry: CachedEntry, key: String) {
+        entries[key] = entry
+    }
+
+    /// Removes the entry under `key`.
+    public func remove(key: String) {
+        entries[key] = nil
+    }
+
+    /// Removes every entry.
+    public func removeAll() {
+        entries.removeAll()
+    }
+
+    /// The keys that have an entry, sorted: what a test checks after a logout.
+    public var keys: [String] {
+        entries.keys.sorted()
+    }
+}

@@ -1,0 +1,226 @@
+public import Foundation
+package import Loadable
+
+extension Loadable where Contents: Codable & Sendable {
+    /// Keeps the contents in `cache` under `key`: restores them now, and saves them after every
+    /// change, so that the next launch (or the next loadable made for `key`) shows them while it
+    /// syncs.
+    ///
+    /// ```swift
+    /// let feed = FeedLoadable(api: api)
+    /// feed.persist(in: cache, key: "feed", maxRestoreAge: .seconds(7 * 24 * 3600))
+    /// feed.syncIfNeeded()   // starts at once; the restored feed shows while it runs
+    /// ```
+    ///
+    /// **Restore.** The entry of `key` is read and decoded off the main actor. An entry of the
+    /// same `version`, saved no longer than `maxRestoreAge` ago, sets the contents without
+    /// changing the state (idle stays idle, so ``syncIfNeeded()`` still syncs), with one
+    /// notification; ``age`` then counts from the entry's `savedAt`, so ``maxAge`` judges the
+    /// contents' real age. A restore never holds anything up: a sync asked for meanwhile starts at
+    /// once, and a restore that arrives after the loadable's contents were confirmed (a successful
+    /// sync, ``PushLoadable/setContents(_:)``) is dropped: contents never go backwards.
+    ///
+    /// **Save.** After each change of the contents: a successful sync,
+    /// ``PushLoadable/setContents(_:)`` and ``PushLoadable/updateContents(_:)``; never after a
+    /// failure or a cancel, and never the restored contents themselves. Encoding and writing run
+    /// off the main actor. Saves go through the cache one at a time, in order; a save still
+    /// waiting for its turn is replaced by a newer one.
+    ///
+    /// **Errors.** An entry that cannot be read or decoded, or of another version, is removed, and
+    /// the loadable starts without it; a save that fails leaves the previous entry. Each failure
+    /// calls `onError` once, with a ``LoadableCacheError`` that names the key. A persistence error
+    /// never changes the loadable's state.
+    ///
+    /// **Lifetime.** The loadable owns its persistence: it runs as long as the loadable lives
+    /// (so calling this inside a store's `make` works) or until ``LoadablePersistence/stop()``.
+    /// Calling `persist` again replaces the previous persistence (which stops).
+    ///
+    /// - Parameters:
+    ///   - cache: Where the contents are kept.
+    ///   - key: The contents' key in `cache`.
+    ///   - version: The version of the contents' encoding; raise it when `Contents` changes so
+    ///     that older entries are not decoded as the new type.
+    ///   - maxRestoreAge: Entries saved longer ago than this are not restored; `nil` (the default)
+    ///     restores any age. Negative stops the program.
+    ///   - encoder: Encodes the contents.
+    ///   - decoder: Decodes the contents.
+    ///   - now: The wall-clock time, for `savedAt` and the age of a restored entry; by default the
+    ///     system's (the one place the package reads wall-clock time). Tests pass a fixed date.
+    ///   - onError: Told of each failure; see ``LoadablePersistence/onError``.
+    /// - Returns: The persistence, to stop it or to wait for its pending work.
+    @discardableResult
+    public func persist(
+        in cache: any LoadableCache,
+        key: String,
+        version: Int = 1,
+        maxRestoreAge: Duration? = nil,
+        encoder: JSONEncoder = JSONEncoder(),
+        decoder: JSONDecoder = JSONDecoder(),
+        now: @escaping @Sendable () -> Date = { Date.now },
+        onError: (@MainActor (any Error) -> Void)? = nil
+    ) -> LoadablePersistence {
+        if let maxRestoreAge {
+            requireValid(
+                maxRestoreAge >= .zero,
+                "\(type(of: self)).persist(in:key:): maxRestoreAge must be .zero or more, or nil (any age), got \(maxRestoreAge)"
+            )
+        }
+        (core.extras?.persistence as? LoadablePersistence)?.stop()
+        let persistence = LoadablePersistence(cache: cache, key: key, core: core, onError: onError)
+        let settings = PersistenceSettings(
+            cache: cache, key: key, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
+            decoder: decoder, now: now)
+        persistence.saveContents = { [weak self, weak persistence] in
+            guard let self, let persistence,
+                let contents = core.readUntracked({ self.contents })
+            else { return }
+            let savedAt = now()
+            CacheQueue.of(cache).enqueueSave(key: key) { [weak persistence] in
+                guard let error = await settings.save(contents, savedAt: savedAt) else { return nil }
+                return { [weak persistence] in persistence?.report(error) }
+            }
+        }
+        core.extrasForWriting.persistence = persistence
+        CacheQueue.of(cache).enqueue(
+            CacheQueue.Job(key: key) { [weak self, weak persistence] in
+                let outcome: RestoreOutcome<Contents> = await settings.restore()
+                return { [weak self, weak persistence] in
+                    guard let persistence else { return }
+                    persistence.isRestoring = false
+                    switch outcome {
+                    case .nothing:
+                        break
+                    case .failed(let error):
+                        persistence.report(error)
+                    case .restored(let contents, let age):
+                        // Dropped when stopped, or when the contents were confirmed meanwhile (or
+                        // before): a restore never takes contents backwards.
+                        guard let self, !persistence.isStopped, core.confirmedAt == nil else { return }
+                        restoreContents(contents, age: age)
+                    }
+                }
+            })
+        return persistence
+    }
+}
+
+/// A loadable's persistence: what ``Loadable/persist(in:key:version:maxRestoreAge:encoder:decoder:now:onError:)``
+/// returns.
+///
+/// The loadable owns it: keeping this handle is needed only to stop it, to wait for its work, or
+/// to set ``onError`` later.
+@MainActor
+public final class LoadablePersistence: ContentsPersisting {
+    /// The cache the contents are kept in.
+    public let cache: any LoadableCache
+    /// The contents' key in ``cache``.
+    public let key: String
+    /// Told of each failure to restore or save (once per failure), on the main actor, with a
+    /// ``LoadableCacheError`` that names ``key``. `nil`: failures are not reported (the loadable
+    /// carries on without the cache either way).
+    public var onError: (@MainActor (any Error) -> Void)?
+    /// Whether ``stop()`` was called (or the loadable was persisted again, which stops this one).
+    public private(set) var isStopped = false
+    /// Whether the restore is still to finish (read and decode the entry, then set it or drop it).
+    public internal(set) var isRestoring = true
+
+    /// Queues a save of the loadable's contents now; set by `persist`.
+    var saveContents: (@MainActor () -> Void)?
+    private weak var core: LoadableCore?
+
+    init(cache: any LoadableCache, key: String, core: LoadableCore, onError: (@MainActor (any Error) -> Void)?) {
+        self.cache = cache
+        self.key = key
+        self.core = core
+        self.onError = onError
+    }
+
+    /// Stops persisting: later changes are not saved, and a restore not finished yet is dropped.
+    /// Saves asked for before still run. Calling it again does nothing.
+    public func stop() {
+        guard !isStopped else { return }
+        isStopped = true
+        saveContents = nil
+        if let extras = core?.extras, extras.persistence === self { extras.persistence = nil }
+    }
+
+    /// Waits until the restore and every save asked of the cache so far are done (through any
+    /// persistence that shares the cache object).
+    public func flush() async {
+        await CacheQueue.flush(cache)
+    }
+
+    package func baseContentsDidChange() {
+        saveContents?()
+    }
+
+    func report(_ error: any Error) {
+        onError?(error)
+    }
+}
+
+/// What a restore found.
+enum RestoreOutcome<Contents: Sendable>: Sendable {
+    /// No entry, or one too old to restore.
+    case nothing
+    /// An entry that could not be used (it was removed).
+    case failed(LoadableCacheError)
+    /// Contents saved `age` ago.
+    case restored(Contents, age: Duration)
+}
+
+/// A persistence's settings, and the work it does with them off the main actor.
+struct PersistenceSettings: Sendable {
+    let cache: any LoadableCache
+    let key: String
+    let version: Int
+    let maxRestoreAge: Duration?
+    let encoder: JSONEncoder
+    let decoder: JSONDecoder
+    let now: @Sendable () -> Date
+
+    /// Encodes `contents` and saves them; returns the error, if any.
+    nonisolated func save<Contents: Encodable & Sendable>(
+        _ contents: Contents, savedAt: Date
+    ) async
+        -> LoadableCacheError?
+    {
+        let data: Data
+        do {
+            data = try encoder.encode(contents)
+        } catch {
+            return .encodingFailed(key: key, underlying: error)
+        }
+        do {
+            try await cache.save(CachedEntry(data: data, savedAt: savedAt, version: version), key: key)
+            return nil
+        } catch {
+            return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Loads and decodes the entry; removes it when it cannot be used.
+    nonisolated func restore<Contents: Decodable & Sendable>() async -> RestoreOutcome<Contents> {
+        let failure: LoadableCacheError
+        do {
+            guard let entry = try await cache.load(key: key) else { return .nothing }
+            guard entry.version == version else {
+                throw LoadableCacheError.versionMismatch(key: key, found: entry.version, expected: version)
+            }
+            let seconds = Swift.max(0, now().timeIntervalSince(entry.savedAt))
+            let age = Duration.seconds(seconds.isFinite ? Swift.min(seconds, 1e12) : 1e12)
+            if let maxRestoreAge, age > maxRestoreAge { return .nothing }
+            do {
+                return .restored(try decoder.decode(Contents.self, from: entry.data), age: age)
+            } catch {
+                throw LoadableCacheError.decodingFailed(key: key, underlying: error)
+            }
+        } catch {
+            failure = error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error)
+        }
+        // The entry is of no use: remove it, so that it is not read again. A failure to remove it
+        // is not reported apart (the next save replaces it).
+        try? await cache.remove(key: key)
+        return .failed(failure)
+    }
+}

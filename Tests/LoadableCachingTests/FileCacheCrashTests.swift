@@ -1,0 +1,174 @@
+import Foundation
+import LoadableCaching
+import LoadableTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Crash safety of `FileLoadableCache` with a real process: a child process saves two entries of
+/// very different sizes (10 bytes and 200 KB) under one key, one after the other, and is killed
+/// with SIGKILL at a random moment chosen by a seed. 20 times, the file left behind loads (with a
+/// new `FileLoadableCache`, as the next launch would) as one of the two entries, whole; temporary
+/// files a kill leaves behind (or, when it left none, a torn one made by the test) do not disturb
+/// loads or later saves, and `removeAll()` deletes them.
+///
+/// The child picks its moment in one of three ways (by the seed): after a random number of saves
+/// and a random spin; while a temporary file is in the folder; or as soon as the entry's file is
+/// seen with a size that is neither entry's (a torn write; never with writes renamed into place).
+/// It never sleeps: a background thread spins (`sched_yield()`) and polls, then calls
+/// `kill(getpid(), SIGKILL)` while the main loop keeps saving.
+@Suite("FileLoadableCache: a process killed while saving leaves a whole entry")
+struct FileCacheCrashTests {
+    static let key = "crash/ü"
+    static let small = CachedEntry(
+        data: Data(repeating: 0x5A, count: 10), savedAt: Date(timeIntervalSinceReferenceDate: 1_000), version: 1)
+    static let large = CachedEntry(
+        data: Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }),
+        savedAt: Date(timeIntervalSinceReferenceDate: 2_000.5), version: 2)
+    /// The sizes of the two entries' files.
+    static let wholeSizes = Set([small, large].map { 40 + key.utf8.count + $0.data.count })
+
+    /// The number of saves finished in the child, shared with its killing thread.
+    final class Progress: @unchecked Sendable {
+        private let lock = NSLock()
+        private var saves = 0
+
+        var finishedSaves: Int { lock.withLock { saves } }
+        func finishSave() { lock.withLock { saves += 1 } }
+    }
+
+    /// When the child kills itself.
+    enum Moment: CustomStringConvertible {
+        /// After `saves` saves, then `spins` yields of the thread.
+        case afterSpinning(saves: Int, spins: Int)
+        /// After `saves` saves, once a temporary file is seen in the folder, then `spins` yields.
+        case whileTemporaryFileExists(saves: Int, spins: Int)
+        /// After `saves` saves, once the entry's file has a size that is neither entry's.
+        case whenEntryFileIsTorn(saves: Int)
+
+        init(seed: UInt64) {
+            var random = SeededRandomNumberGenerator(seed: seed)
+            let saves = Int.random(in: 1...6, using: &random)
+            switch seed % 3 {
+            case 0: self = .afterSpinning(saves: saves, spins: Int.random(in: 0..<3_000, using: &random))
+            case 1: self = .whileTemporaryFileExists(saves: saves, spins: Int.random(in: 0..<2, using: &random))
+            default: self = .whenEntryFileIsTorn(saves: saves)
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .afterSpinning(let saves, let spins): "after \(saves) saves and \(spins) spins"
+            case .whileTemporaryFileExists(let saves, let spins):
+                "after \(saves) saves, with a temporary file, and \(spins) spins"
+            case .whenEntryFileIsTorn(let saves): "after \(saves) saves, when the entry's file is torn"
+            }
+        }
+
+        /// Waits for the moment (polling at most a few seconds), on the killing thread.
+        func wait(progress: Progress, folder: String, entryFile: String) {
+            func spin(_ count: Int) {
+                for _ in 0..<count { sched_yield() }
+            }
+            let polls = 200_000
+            switch self {
+            case .afterSpinning(let saves, let spins):
+                while progress.finishedSaves < saves { sched_yield() }
+                spin(spins)
+            case .whileTemporaryFileExists(let saves, let spins):
+                while progress.finishedSaves < saves { sched_yield() }
+                for _ in 0..<polls {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+                    if names.contains(where: { $0.hasPrefix(".tmp-") }) { break }
+                }
+                spin(spins)
+            case .whenEntryFileIsTorn(let saves):
+                while progress.finishedSaves < saves { sched_yield() }
+                var info = stat()
+                for _ in 0..<polls {
+                    if stat(entryFile, &info) == 0, !FileCacheCrashTests.wholeSizes.contains(Int(info.st_size)) {
+                        break
+                    }
+                }
+            }
+        }
+    }
+
+    /// The child: saves the two entries in turn until its killing thread kills it.
+    static func saveUntilKilled(directory: String, seed: UInt64) async throws {
+        let cache = FileLoadableCache(directory: URL(fileURLWithPath: directory, isDirectory: true))
+        try await cache.save(small, key: key)
+        let progress = Progress()
+        progress.finishSave()
+        let moment = Moment(seed: seed)
+        let folder = cache.entriesDirectory.path
+        let entryFile = folder + "/" + FileLoadableCache.fileName(forKey: key)
+        let killer = Thread {
+            moment.wait(progress: progress, folder: folder, entryFile: entryFile)
+            kill(getpid(), SIGKILL)
+        }
+        killer.start()
+        var index = 1
+        while true {
+            try await cache.save(index.isMultiple(of: 2) ? small : large, key: key)
+            progress.finishSave()
+            index += 1
+        }
+    }
+
+    @Test("a process killed at a random moment while saving leaves one of the two entries, whole", arguments: 0..<20)
+    func killedWhileSaving(iteration: Int) async throws {
+        let seed = 0x00C0_FFEE &+ UInt64(iteration)
+        let directory = FileCacheFixtures.temporaryDirectory("file-cache-crash")
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let context = "seed \(seed) (iteration \(iteration)), killed \(Moment(seed: seed))"
+
+        await #expect(processExitsWith: .signal(SIGKILL), "\(context)") {
+            [path = directory.path as String, seed = seed as UInt64] in
+            try await FileCacheCrashTests.saveUntilKilled(directory: path, seed: seed)
+        }
+
+        // The next launch: a new cache object on the same directory.
+        let cache = FileLoadableCache(directory: directory)
+        let names = FileCacheFixtures.names(in: cache.entriesDirectory)
+        let temporary = names.filter { $0.hasPrefix(".tmp-") }
+        #expect(
+            names.filter { !$0.hasPrefix(".tmp-") } == [FileLoadableCache.fileName(forKey: Self.key)],
+            "\(context): \(names)")
+        let loaded: CachedEntry?
+        do {
+            loaded = try await cache.load(key: Self.key)
+        } catch {
+            Issue.record("\(context): the file left behind does not load: \(error)")
+            return
+        }
+        let size = loaded.map { "\($0.data.count) bytes" } ?? "nil"
+        #expect(loaded == Self.small || loaded == Self.large, "\(context): loaded \(size)")
+
+        // Leftover temporary files disturb neither loads nor saves; removeAll deletes them. When
+        // the kill left none, one is made as a kill in the middle of a write would leave it.
+        if temporary.isEmpty {
+            let torn = Array(FileCacheFixtures.encoded(Self.large, key: Self.key).prefix(70_000))
+            try FileCacheFixtures.write(
+                torn, to: cache.entriesDirectory.appendingPathComponent(".tmp-5eed\(iteration)"))
+            #expect(try await cache.load(key: Self.key) == loaded, "\(context)")
+        }
+        let leftovers = FileCacheFixtures.names(in: cache.entriesDirectory).filter { $0.hasPrefix(".tmp-") }
+        let next = FileCacheFixtures.entry(count: 77, first: 7, savedAt: 3_000, version: 3)
+        try await cache.save(next, key: Self.key)
+        try await cache.save(Self.small, key: "another")
+        #expect(try await cache.load(key: Self.key) == next, "\(context)")
+        #expect(try await cache.load(key: "another") == Self.small, "\(context)")
+        #expect(
+            FileCacheFixtures.names(in: cache.entriesDirectory).filter { $0.hasPrefix(".tmp-") } == leftovers,
+            "\(context)")
+        try await cache.removeAll()
+        #expect(!FileCacheFixtures.exists(cache.entriesDirectory), "\(context)")
+    }
+}

@@ -1,0 +1,810 @@
+import Foundation
+import LoadableCaching
+import LoadableTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// MARK: - Fixtures shared by the FileLoadableCache tests
+
+/// Temporary directories, entries and the on-disk format written out independently of the cache's
+/// own code, for the tests of `FileLoadableCache` (this file, `FileCacheCrashTests.swift` and
+/// `FileCacheModelTests.swift`).
+enum FileCacheFixtures {
+    /// A new directory path under the system's temporary directory; nothing is created.
+    static func temporaryDirectory(_ label: String = "file-cache") -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent(
+            "\(label)-\(UUID().uuidString)", isDirectory: true)
+    }
+
+    /// Deletes `directory` and everything in it, making its folders writable first.
+    static func removeDirectory(_ directory: URL) {
+        if let paths = FileManager.default.enumerator(atPath: directory.path) {
+            for case let path as String in paths {
+                chmod(directory.path + "/" + path, 0o700)
+            }
+        }
+        chmod(directory.path, 0o700)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The names in `directory`, sorted; empty when it does not exist.
+    static func names(in directory: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+    }
+
+    /// Whether something (a file or a folder) is at `url`.
+    static func exists(_ url: URL) -> Bool {
+        FileManager.default.fileExists(atPath: url.path)
+    }
+
+    /// The bytes of the file at `url`.
+    static func bytes(at url: URL) throws -> [UInt8] {
+        Array(try Data(contentsOf: url))
+    }
+
+    /// Replaces the file at `url` with `bytes`.
+    static func write(_ bytes: [UInt8], to url: URL) throws {
+        try Data(bytes).write(to: url)
+    }
+
+    /// The file of `key` in `cache`.
+    static func file(of key: String, in cache: FileLoadableCache) -> URL {
+        cache.entriesDirectory.appendingPathComponent(FileLoadableCache.fileName(forKey: key))
+    }
+
+    /// The bytes 0 to 255, again and again: the data of ``entry(count:first:savedAt:version:)``.
+    private static let pattern = (0..<(256 + 200_000)).map { UInt8(truncatingIfNeeded: $0) }
+
+    /// An entry whose data is `count` bytes (at most 200,000) counting up from `first`.
+    static func entry(count: Int, first: UInt8 = 0, savedAt: Double = 1_000, version: Int = 1) -> CachedEntry {
+        CachedEntry(
+            data: Data(pattern[Int(first)..<(Int(first) + count)]),
+            savedAt: Date(timeIntervalSinceReferenceDate: savedAt), version: version)
+    }
+
+    /// The 64-bit FNV-1a hash, written here from its definition.
+    static func fnv1a<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return hash
+    }
+
+    /// Lowercase hexadecimal of `bytes`, two digits a byte.
+    static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// `value`'s bytes, least significant first.
+    static func littleEndian<Value: FixedWidthInteger>(_ value: Value) -> [UInt8] {
+        (0..<(Value.bitWidth / 8)).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
+    }
+
+    /// The file format v1 of `entry` under `key`, built from its documentation.
+    static func encoded(_ entry: CachedEntry, key: String) -> [UInt8] {
+        let keyBytes = Array(key.utf8)
+        let data = Array(entry.data)
+        let header =
+            Array("LDC1".utf8) + littleEndian(Int64(entry.version))
+            + littleEndian(entry.savedAt.timeIntervalSinceReferenceDate.bitPattern)
+            + littleEndian(UInt32(keyBytes.count)) + littleEndian(UInt64(data.count))
+        return header + littleEndian(fnv1a(header + keyBytes + data)) + keyBytes + data
+    }
+
+    /// The case of `error`, by name.
+    static func kind(of error: LoadableCacheError?) -> String {
+        switch error {
+        case .corrupt: "corrupt"
+        case .versionMismatch: "versionMismatch"
+        case .decodingFailed: "decodingFailed"
+        case .encodingFailed: "encodingFailed"
+        case .loadFailed: "loadFailed"
+        case .saveFailed: "saveFailed"
+        case .removeFailed: "removeFailed"
+        case .removeAllFailed: "removeAllFailed"
+        case nil: "no error"
+        }
+    }
+
+    /// The `LoadableCacheError` `body` throws, or `nil` (an issue is recorded for any other error).
+    static func caught(
+        isolation: isolated (any Actor)? = #isolation, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () async throws -> Void
+    ) async -> LoadableCacheError? {
+        do {
+            try await body()
+            return nil
+        } catch let error as LoadableCacheError {
+            return error
+        } catch {
+            Issue.record("not a LoadableCacheError: \(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+
+    /// Whether a folder of mode 0o500 refuses a new file here: not when running as root (user id
+    /// 0) with its power to override permissions, which is found by trying.
+    static func permissionsAreEnforced() -> Bool {
+        let folder = temporaryDirectory("permission-probe")
+        defer { removeDirectory(folder) }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            return false
+        }
+        guard chmod(folder.path, 0o500) == 0 else { return false }
+        let descriptor = open(folder.path + "/probe", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if descriptor >= 0 {
+            close(descriptor)
+            return false
+        }
+        return errno == EACCES
+    }
+}
+
+// MARK: - Layout
+
+/// The on-disk layout of `FileLoadableCache`, a format kept across releases: entries in
+/// `directory/v1/`, named by the lowercase hexadecimal of the key's UTF-8 bytes, long keys cut to
+/// 238 digits plus `-` and the FNV-1a 64 hash of the whole key (255 characters), the empty key
+/// as `-`; no key names a path outside the folder, and keys whose names could meet never read
+/// each other's entries.
+@Suite("FileLoadableCache: file names and layout")
+@MainActor
+struct FileCacheLayoutTests {
+    @Test("an entry is a file in directory/v1 named by the hexadecimal of its key")
+    func entryFileInV1() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        #expect(cache.directory == directory)
+        #expect(cache.entriesDirectory == directory.appendingPathComponent("v1", isDirectory: true))
+        #expect(FileLoadableCache.fileName(forKey: "hello") == "68656c6c6f")
+        try await cache.save(FileCacheFixtures.entry(count: 3), key: "hello")
+        #expect(FileCacheFixtures.names(in: directory) == ["v1"])
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory) == ["68656c6c6f"])
+    }
+
+    @Test("a key with slashes, dot-dots and unicode stays inside v1 as one hexadecimal name")
+    func hostileKeyStaysInside() async throws {
+        let parent = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(parent) }
+        let directory = parent.appendingPathComponent("cache", isDirectory: true)
+        let cache = FileLoadableCache(directory: directory)
+        let keys = ["../../escape", "/abs/path", "a/b", "..", ".", "日本語/../ü", "C:\\windows", "~/x", "\0nul"]
+        for (index, key) in keys.enumerated() {
+            let name = FileLoadableCache.fileName(forKey: key)
+            #expect(!name.contains("/"), "\(key)")
+            #expect(name == FileCacheFixtures.hex(key.utf8), "\(key)")
+            try await cache.save(FileCacheFixtures.entry(count: 4, first: UInt8(index)), key: key)
+        }
+        #expect(FileCacheFixtures.names(in: parent) == ["cache"])
+        #expect(FileCacheFixtures.names(in: directory) == ["v1"])
+        #expect(
+            FileCacheFixtures.names(in: cache.entriesDirectory)
+                == keys.map { FileLoadableCache.fileName(forKey: $0) }.sorted())
+        for (index, key) in keys.enumerated() {
+            #expect(try await cache.load(key: key) == FileCacheFixtures.entry(count: 4, first: UInt8(index)), "\(key)")
+        }
+    }
+
+    @Test("127 bytes: a 254-digit name; 128 bytes: 238 digits, '-' and the 16-digit FNV-1a of the key")
+    func nameLengthBoundary() async throws {
+        let fits = String(repeating: "k", count: 127)
+        let fitsName = FileLoadableCache.fileName(forKey: fits)
+        #expect(fitsName.count == 254)
+        #expect(fitsName == String(repeating: "6b", count: 127))
+
+        // FNV-1a 64 of "a", the published test vector: the hash below is the standard one.
+        #expect(FileCacheFixtures.fnv1a("a".utf8) == 0xaf63_dc4c_8601_ec8c)
+        for key in [
+            String(repeating: "k", count: 128), String(repeating: "k", count: 126) + "é",
+            "é" + String(repeating: "k", count: 126),
+        ] {
+            let bytes = Array(key.utf8)
+            #expect(bytes.count == 128)
+            let name = FileLoadableCache.fileName(forKey: key)
+            #expect(name.utf8.count == 255, "\(key)")
+            let hash = String(FileCacheFixtures.fnv1a(bytes), radix: 16)
+            let expected =
+                FileCacheFixtures.hex(bytes[..<119]) + "-" + String(repeating: "0", count: 16 - hash.count) + hash
+            #expect(name == expected)
+        }
+
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        let long = String(repeating: "k", count: 128)
+        try await cache.save(FileCacheFixtures.entry(count: 5, first: 1), key: fits)
+        try await cache.save(FileCacheFixtures.entry(count: 5, first: 2), key: long)
+        #expect(try await cache.load(key: fits) == FileCacheFixtures.entry(count: 5, first: 1))
+        #expect(try await cache.load(key: long) == FileCacheFixtures.entry(count: 5, first: 2))
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory).map(\.utf8.count).sorted() == [254, 255])
+    }
+
+    @Test("two long keys with the same first 119 bytes get different names and keep their own entries")
+    func longKeysSharingAPrefix() async throws {
+        let prefix = String(repeating: "p", count: 119)
+        let first = prefix + String(repeating: "A", count: 40)
+        let second = prefix + String(repeating: "B", count: 40)
+        let firstName = FileLoadableCache.fileName(forKey: first)
+        let secondName = FileLoadableCache.fileName(forKey: second)
+        #expect(firstName != secondName)
+        #expect(firstName.prefix(239) == secondName.prefix(239))
+
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try await cache.save(FileCacheFixtures.entry(count: 8, first: 10), key: first)
+        try await cache.save(FileCacheFixtures.entry(count: 9, first: 20), key: second)
+        #expect(try await cache.load(key: first) == FileCacheFixtures.entry(count: 8, first: 10))
+        #expect(try await cache.load(key: second) == FileCacheFixtures.entry(count: 9, first: 20))
+        try await cache.remove(key: first)
+        #expect(try await cache.load(key: first) == nil)
+        #expect(try await cache.load(key: second) == FileCacheFixtures.entry(count: 9, first: 20))
+    }
+
+    @Test("a key of 10,000 characters round-trips under a 255-character name")
+    func veryLongKey() async throws {
+        let key = String((0..<10_000).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+        #expect(FileLoadableCache.fileName(forKey: key).count == 255)
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        let entry = FileCacheFixtures.entry(count: 100, first: 7)
+        try await cache.save(entry, key: key)
+        #expect(try await cache.load(key: key) == entry)
+        #expect(try await cache.load(key: String(key.dropLast()) + "!") == nil)
+        try await cache.remove(key: key)
+        #expect(try await cache.load(key: key) == nil)
+    }
+
+    @Test("the empty key's file is '-': it round-trips and meets no other key")
+    func emptyKey() async throws {
+        #expect(FileLoadableCache.fileName(forKey: "") == "-")
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        let others = ["-", "2d", "\0", " ", String(repeating: "k", count: 128)]
+        try await cache.save(FileCacheFixtures.entry(count: 2, first: 99), key: "")
+        for (index, key) in others.enumerated() {
+            try await cache.save(FileCacheFixtures.entry(count: 3, first: UInt8(index)), key: key)
+        }
+        #expect(try await cache.load(key: "") == FileCacheFixtures.entry(count: 2, first: 99))
+        #expect(FileCacheFixtures.exists(cache.entriesDirectory.appendingPathComponent("-")))
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory).count == others.count + 1)
+        try await cache.remove(key: "")
+        #expect(try await cache.load(key: "") == nil)
+        for (index, key) in others.enumerated() {
+            #expect(try await cache.load(key: key) == FileCacheFixtures.entry(count: 3, first: UInt8(index)), "\(key)")
+        }
+    }
+
+    @Test("names are lowercase hexadecimal (and '-'), at most 255 bytes, one per key, for 500 random keys")
+    func namesOfRandomKeys() {
+        var random = SeededRandomNumberGenerator(seed: 0xF11E_4A3E)
+        let scalars: [UnicodeScalar] = ["A", "Z", "a", "/", ".", "-", "\u{FF}", "é", "日", "🙂", "\u{7F}", "\u{0}"]
+        var names: [String: String] = [:]
+        for _ in 0..<500 {
+            let length = Int.random(in: 0...200, using: &random)
+            let key = String(String.UnicodeScalarView((0..<length).map { _ in scalars.randomElement(using: &random)! }))
+            let name = FileLoadableCache.fileName(forKey: key)
+            #expect(name.allSatisfy { "0123456789abcdef-".contains($0) }, "\(key)")
+            #expect(name == name.lowercased())
+            #expect(name.utf8.count <= 255)
+            if key.utf8.count <= 127 {
+                #expect(name == (key.isEmpty ? "-" : FileCacheFixtures.hex(key.utf8)))
+            }
+            if let earlier = names[name] { #expect(earlier == key, "two keys share the name \(name)") }
+            names[name] = key
+        }
+    }
+}
+
+// MARK: - Round trips
+
+/// `save`, `load`, `remove` and `removeAll` of `FileLoadableCache` on real files: an entry comes
+/// back exactly (data, `savedAt` to the bit, version), a missing key is `nil`, removing a missing
+/// key is no error, `removeAll` deletes the `v1` folder with stray temporary files and the cache
+/// works after it, and the directory with its parents is made on the first save (not before).
+@Suite("FileLoadableCache: save, load, remove, removeAll")
+@MainActor
+struct FileCacheRoundTripTests {
+    @Test(
+        "an entry comes back exactly",
+        arguments: [
+            CachedEntry(data: Data(), savedAt: Date(timeIntervalSinceReferenceDate: 0), version: 0),
+            CachedEntry(
+                data: Data([0]), savedAt: Date(timeIntervalSinceReferenceDate: 123_456.789_012_345), version: -1),
+            CachedEntry(data: Data("contents".utf8), savedAt: .distantPast, version: .min),
+            CachedEntry(data: Data(repeating: 0xFF, count: 70_000), savedAt: .distantFuture, version: .max),
+            CachedEntry(
+                data: Data([1, 2, 3]), savedAt: Date(timeIntervalSinceReferenceDate: (-1e9).nextUp), version: 42),
+            CachedEntry(
+                data: Data([4]), savedAt: Date(timeIntervalSinceReferenceDate: .leastNonzeroMagnitude), version: 7),
+        ])
+    func roundTrip(entry: CachedEntry) async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try await cache.save(entry, key: "entry")
+        let loaded = try #require(try await cache.load(key: "entry"))
+        #expect(loaded.data == entry.data)
+        #expect(loaded.version == entry.version)
+        #expect(
+            loaded.savedAt.timeIntervalSinceReferenceDate.bitPattern
+                == entry.savedAt.timeIntervalSinceReferenceDate.bitPattern)
+        // Another cache object on the same directory (the next launch) reads it too.
+        #expect(try await FileLoadableCache(directory: directory).load(key: "entry") == entry)
+    }
+
+    @Test("save replaces, remove deletes, a missing key loads nil and removes without error")
+    func saveReplaceRemove() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        #expect(try await cache.load(key: "k") == nil)
+        try await cache.remove(key: "k")
+        try await cache.save(FileCacheFixtures.entry(count: 50, first: 1, savedAt: 10, version: 1), key: "k")
+        try await cache.save(FileCacheFixtures.entry(count: 4, first: 2, savedAt: 20, version: 2), key: "k")
+        #expect(try await cache.load(key: "k") == FileCacheFixtures.entry(count: 4, first: 2, savedAt: 20, version: 2))
+        #expect(try await cache.load(key: "K") == nil)
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory) == ["6b"])
+        try await cache.remove(key: "k")
+        #expect(try await cache.load(key: "k") == nil)
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory).isEmpty)
+        try await cache.remove(key: "k")
+    }
+
+    @Test("the directory and its parents are made on the first save, not by loads or removes")
+    func directoryMadeOnFirstSave() async throws {
+        let root = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(root) }
+        let directory = root.appendingPathComponent("a/b/c", isDirectory: true)
+        let cache = FileLoadableCache(directory: directory)
+        #expect(try await cache.load(key: "k") == nil)
+        try await cache.remove(key: "k")
+        try await cache.removeAll()
+        #expect(!FileCacheFixtures.exists(root))
+        try await cache.save(FileCacheFixtures.entry(count: 1), key: "k")
+        #expect(FileCacheFixtures.names(in: directory) == ["v1"])
+        #expect(try await cache.load(key: "k") == FileCacheFixtures.entry(count: 1))
+    }
+
+    @Test("removeAll deletes the v1 folder with stray temporary files; the next save makes it again")
+    func removeAllDeletesTheFolder() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        for index in 0..<5 {
+            try await cache.save(FileCacheFixtures.entry(count: index), key: "key \(index)")
+        }
+        try FileCacheFixtures.write([1, 2, 3], to: cache.entriesDirectory.appendingPathComponent(".tmp-deadbeef"))
+        try FileManager.default.createDirectory(
+            at: cache.entriesDirectory.appendingPathComponent("stray folder/inner"), withIntermediateDirectories: true)
+        let neighbour = directory.appendingPathComponent("not-the-cache")
+        try FileCacheFixtures.write([9], to: neighbour)
+
+        try await cache.removeAll()
+        #expect(!FileCacheFixtures.exists(cache.entriesDirectory))
+        #expect(FileCacheFixtures.names(in: directory) == ["not-the-cache"])
+        for index in 0..<5 {
+            #expect(try await cache.load(key: "key \(index)") == nil)
+        }
+        try await cache.removeAll()
+
+        try await cache.save(FileCacheFixtures.entry(count: 3, first: 3), key: "after")
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory) == [FileLoadableCache.fileName(forKey: "after")])
+        #expect(try await cache.load(key: "after") == FileCacheFixtures.entry(count: 3, first: 3))
+        #expect(try await cache.load(key: "key 0") == nil)
+    }
+
+    @Test("a v1 folder deleted behind the cache's back is made again by the next save")
+    func folderDeletedFromOutside() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try await cache.save(FileCacheFixtures.entry(count: 1), key: "first")
+        try FileManager.default.removeItem(at: directory)
+        #expect(try await cache.load(key: "first") == nil)
+        try await cache.save(FileCacheFixtures.entry(count: 2), key: "second")
+        #expect(try await cache.load(key: "second") == FileCacheFixtures.entry(count: 2))
+
+        // Another cache object on the same directory clears it: this one saves again.
+        try await FileLoadableCache(directory: directory).removeAll()
+        try await cache.save(FileCacheFixtures.entry(count: 3), key: "third")
+        #expect(try await cache.load(key: "third") == FileCacheFixtures.entry(count: 3))
+        #expect(try await cache.load(key: "second") == nil)
+    }
+}
+
+// MARK: - Format
+
+/// The bytes `FileLoadableCache` writes are exactly format v1 as documented (magic `LDC1`,
+/// little-endian version, save date bits, key and data lengths, FNV-1a 64 of all the rest, the
+/// key, the data), a file in that format written by anyone else reads back, and entry files are
+/// readable by the user only.
+@Suite("FileLoadableCache: file format v1")
+@MainActor
+struct FileCacheFormatTests {
+    @Test("the file is the documented header, the key and the data")
+    func headerBytes() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        let entry = CachedEntry(
+            data: Data([0xDE, 0xAD, 0xBE, 0xEF, 0x00]),
+            savedAt: Date(timeIntervalSinceReferenceDate: 123_456.789), version: 0x0102_0304_0506_0708)
+        try await cache.save(entry, key: "hdr")
+        let bytes = try FileCacheFixtures.bytes(at: FileCacheFixtures.file(of: "hdr", in: cache))
+        #expect(bytes.count == 40 + 3 + 5)
+        #expect(Array(bytes[0..<4]) == Array("LDC1".utf8))
+        #expect(Array(bytes[4..<12]) == [0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01])
+        #expect(Array(bytes[12..<20]) == FileCacheFixtures.littleEndian((123_456.789).bitPattern))
+        #expect(Array(bytes[20..<24]) == [3, 0, 0, 0])
+        #expect(Array(bytes[24..<32]) == [5, 0, 0, 0, 0, 0, 0, 0])
+        #expect(
+            Array(bytes[32..<40])
+                == FileCacheFixtures.littleEndian(
+                    FileCacheFixtures.fnv1a(Array(bytes[0..<32]) + Array("hdr".utf8) + [0xDE, 0xAD, 0xBE, 0xEF, 0])))
+        #expect(Array(bytes[40..<43]) == Array("hdr".utf8))
+        #expect(Array(bytes[43...]) == [0xDE, 0xAD, 0xBE, 0xEF, 0x00])
+        #expect(bytes == FileCacheFixtures.encoded(entry, key: "hdr"))
+    }
+
+    @Test("a negative version, a unicode key and empty data are written as documented")
+    func otherFieldValues() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        let key = "ü/🙂"
+        let entry = CachedEntry(data: Data(), savedAt: Date(timeIntervalSinceReferenceDate: -5.5), version: -2)
+        try await cache.save(entry, key: key)
+        let bytes = try FileCacheFixtures.bytes(at: FileCacheFixtures.file(of: key, in: cache))
+        #expect(Array(bytes[4..<12]) == [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(Array(bytes[20..<24]) == [7, 0, 0, 0])
+        #expect(bytes == FileCacheFixtures.encoded(entry, key: key))
+    }
+
+    @Test("a file in format v1 written by someone else loads")
+    func readsTheDocumentedFormat() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try FileManager.default.createDirectory(at: cache.entriesDirectory, withIntermediateDirectories: true)
+        let entry = FileCacheFixtures.entry(count: 300, first: 5, savedAt: 777.25, version: 3)
+        let key = String(repeating: "w", count: 200)
+        try FileCacheFixtures.write(
+            FileCacheFixtures.encoded(entry, key: key), to: FileCacheFixtures.file(of: key, in: cache))
+        #expect(try await cache.load(key: key) == entry)
+    }
+
+    @Test("entry files are mode 0600")
+    func fileMode() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try await cache.save(FileCacheFixtures.entry(count: 10), key: "a")
+        try await cache.save(FileCacheFixtures.entry(count: 20), key: "a")
+        try await cache.save(FileCacheFixtures.entry(count: 30), key: "")
+        for name in FileCacheFixtures.names(in: cache.entriesDirectory) {
+            var info = stat()
+            #expect(stat(cache.entriesDirectory.path + "/" + name, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o600, "\(name): \(String(info.st_mode & 0o777, radix: 8))")
+        }
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory).count == 2)
+    }
+}
+
+// MARK: - Bad input
+
+/// What `FileLoadableCache` does with files it did not write whole and with a file system that
+/// refuses: garbage, a cut file, a changed byte are `corrupt` naming the key; another key's file
+/// under this key's name is a miss; a folder in the file's place and an unwritable directory are
+/// `loadFailed` / `saveFailed` naming the key (never a crash), and a failed save leaves the old
+/// entry whole with no temporary file; error descriptions name the key, cut when long.
+@Suite("FileLoadableCache: bad files and refusing file systems")
+@MainActor
+struct FileCacheBadInputTests {
+    /// A cache in a new directory, with its v1 folder made.
+    func makeCache() throws -> (FileLoadableCache, URL) {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        let cache = FileLoadableCache(directory: directory)
+        try FileManager.default.createDirectory(at: cache.entriesDirectory, withIntermediateDirectories: true)
+        return (cache, directory)
+    }
+
+    @Test("random bytes are corrupt, naming the key")
+    func garbage() async throws {
+        let (cache, directory) = try makeCache()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let key = "garbage key"
+        var random = SeededRandomNumberGenerator(seed: 0x6A4B_A6E)
+        for length in [1, 3, 39, 40, 41, 100, 5_000] {
+            for withMagic in [false, true] {
+                var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+                if withMagic && length >= 4 { bytes.replaceSubrange(0..<4, with: Array("LDC1".utf8)) }
+                try FileCacheFixtures.write(bytes, to: FileCacheFixtures.file(of: key, in: cache))
+                let error = await FileCacheFixtures.caught { _ = try await cache.load(key: key) }
+                #expect(FileCacheFixtures.kind(of: error) == "corrupt", "\(length) bytes")
+                #expect(error?.key == key)
+                #expect("\(error.map { "\($0)" } ?? "")".contains("\"garbage key\""))
+            }
+        }
+    }
+
+    @Test("a file cut short, in the header, the key or the data, is corrupt; so is one too long")
+    func truncated() async throws {
+        let (cache, directory) = try makeCache()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let key = "truncated"
+        let entry = FileCacheFixtures.entry(count: 100, first: 1)
+        try await cache.save(entry, key: key)
+        let file = FileCacheFixtures.file(of: key, in: cache)
+        let whole = try FileCacheFixtures.bytes(at: file)
+        #expect(whole.count == 40 + 9 + 100)
+        for length in [0, 1, 4, 12, 20, 32, 39, 40, 44, 49, 50, 99, whole.count - 1] {
+            try FileCacheFixtures.write(Array(whole[..<length]), to: file)
+            let error = await FileCacheFixtures.caught { _ = try await cache.load(key: key) }
+            #expect(FileCacheFixtures.kind(of: error) == "corrupt", "cut at \(length)")
+            #expect(error?.key == key)
+        }
+        try FileCacheFixtures.write(whole + [0], to: file)
+        let error = await FileCacheFixtures.caught { _ = try await cache.load(key: key) }
+        #expect(FileCacheFixtures.kind(of: error) == "corrupt")
+
+        try FileCacheFixtures.write(whole, to: file)
+        #expect(try await cache.load(key: key) == entry)
+    }
+
+    @Test("one changed byte of the version, the date, the key or the data fails the checksum: corrupt")
+    func flippedByte() async throws {
+        let (cache, directory) = try makeCache()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let key = "flipped"
+        try await cache.save(FileCacheFixtures.entry(count: 64, first: 9), key: key)
+        let file = FileCacheFixtures.file(of: key, in: cache)
+        let whole = try FileCacheFixtures.bytes(at: file)
+        for (position, bit) in [
+            (4, 0), (11, 7), (12, 0), (19, 6), (40, 0), (46, 7), (47, 0), (47 + 31, 3), (whole.count - 1, 7),
+        ] {
+            var bytes = whole
+            bytes[position] ^= 1 << bit
+            try FileCacheFixtures.write(bytes, to: file)
+            let error = await FileCacheFixtures.caught { _ = try await cache.load(key: key) }
+            #expect(FileCacheFixtures.kind(of: error) == "corrupt", "byte \(position)")
+            #expect(error?.key == key)
+            if case .corrupt(_, let reason) = error { #expect(reason.contains("checksum"), "\(reason)") }
+        }
+    }
+
+    @Test("another key's file under this key's name is a miss, not that key's data")
+    func anotherKeysFile() async throws {
+        let (cache, directory) = try makeCache()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let shared = String(repeating: "s", count: 119)
+        let owner = shared + String(repeating: "1", count: 30)
+        let other = shared + String(repeating: "2", count: 30)
+        let entry = FileCacheFixtures.entry(count: 12, first: 3)
+        try await cache.save(entry, key: owner)
+        let bytes = try FileCacheFixtures.bytes(at: FileCacheFixtures.file(of: owner, in: cache))
+        for key in [other, "short", ""] {
+            try FileCacheFixtures.write(bytes, to: FileCacheFixtures.file(of: key, in: cache))
+            #expect(try await cache.load(key: key) == nil, "\(key)")
+        }
+        #expect(try await cache.load(key: owner) == entry)
+    }
+
+    @Test("a folder where the file should be: load, save and remove fail naming the key, no crash")
+    func folderInPlaceOfFile() async throws {
+        let (cache, directory) = try makeCache()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let key = "folder"
+        try FileManager.default.createDirectory(
+            at: FileCacheFixtures.file(of: key, in: cache).appendingPathComponent("inside"),
+            withIntermediateDirectories: true)
+
+        let loadError = await FileCacheFixtures.caught { _ = try await cache.load(key: key) }
+        #expect(FileCacheFixtures.kind(of: loadError) == "loadFailed")
+        #expect(loadError?.key == key)
+        let saveError = await FileCacheFixtures.caught {
+            try await cache.save(FileCacheFixtures.entry(count: 1), key: key)
+        }
+        #expect(FileCacheFixtures.kind(of: saveError) == "saveFailed")
+        #expect(saveError?.key == key)
+        let removeError = await FileCacheFixtures.caught { try await cache.remove(key: key) }
+        #expect(FileCacheFixtures.kind(of: removeError) == "removeFailed")
+        #expect(removeError?.key == key)
+        // No temporary file is left behind, and other keys still work.
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory) == [FileLoadableCache.fileName(forKey: key)])
+        try await cache.save(FileCacheFixtures.entry(count: 2), key: "other")
+        #expect(try await cache.load(key: "other") == FileCacheFixtures.entry(count: 2))
+    }
+
+    @Test("a file where the v1 folder should be: save and load fail naming the key")
+    func fileInPlaceOfFolder() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileCacheFixtures.write([1], to: cache.entriesDirectory)
+        let saveError = await FileCacheFixtures.caught {
+            try await cache.save(FileCacheFixtures.entry(count: 1), key: "k")
+        }
+        #expect(FileCacheFixtures.kind(of: saveError) == "saveFailed")
+        #expect(saveError?.key == "k")
+        let loadError = await FileCacheFixtures.caught { _ = try await cache.load(key: "k") }
+        #expect(FileCacheFixtures.kind(of: loadError) == "loadFailed")
+        #expect(loadError?.key == "k")
+        // removeAll deletes it, and the cache works again.
+        try await cache.removeAll()
+        try await cache.save(FileCacheFixtures.entry(count: 1), key: "k")
+        #expect(try await cache.load(key: "k") == FileCacheFixtures.entry(count: 1))
+    }
+
+    @Test(
+        "an unwritable folder: save fails naming the key and the old entry stays whole",
+        .enabled("the file system refuses writes to a 0o500 folder (not as root)") {
+            FileCacheFixtures.permissionsAreEnforced()
+        })
+    func unwritableFolder() async throws {
+        let (cache, directory) = try makeCache()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let old = FileCacheFixtures.entry(count: 30, first: 1)
+        try await cache.save(old, key: "kept")
+        let before = FileCacheFixtures.names(in: cache.entriesDirectory)
+
+        #expect(chmod(cache.entriesDirectory.path, 0o500) == 0)
+        let error = await FileCacheFixtures.caught {
+            try await cache.save(FileCacheFixtures.entry(count: 5_000, first: 2), key: "kept")
+        }
+        #expect(FileCacheFixtures.kind(of: error) == "saveFailed")
+        #expect(error?.key == "kept")
+        #expect("\(error.map { "\($0)" } ?? "")".contains("\"kept\""))
+        let newKeyError = await FileCacheFixtures.caught { try await cache.save(old, key: "new") }
+        #expect(FileCacheFixtures.kind(of: newKeyError) == "saveFailed")
+        #expect(newKeyError?.key == "new")
+        #expect(try await cache.load(key: "kept") == old)
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory) == before)
+
+        // An unreadable entry file is a load failure naming the key.
+        #expect(chmod(cache.entriesDirectory.path, 0o700) == 0)
+        #expect(chmod(FileCacheFixtures.file(of: "kept", in: cache).path, 0o000) == 0)
+        let loadError = await FileCacheFixtures.caught { _ = try await cache.load(key: "kept") }
+        #expect(FileCacheFixtures.kind(of: loadError) == "loadFailed")
+        #expect(loadError?.key == "kept")
+
+        // A directory that cannot be made: the first save fails naming the key.
+        let parent = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(parent) }
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        #expect(chmod(parent.path, 0o500) == 0)
+        let fresh = FileLoadableCache(directory: parent.appendingPathComponent("cache"))
+        let firstError = await FileCacheFixtures.caught { try await fresh.save(old, key: "first") }
+        #expect(FileCacheFixtures.kind(of: firstError) == "saveFailed")
+        #expect(firstError?.key == "first")
+    }
+
+    @Test("a write that fails halfway (the file size limit) leaves the old entry whole and no temporary file")
+    func writeFailsHalfway() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        // In a process of its own: the size limit is the process's.
+        await #expect(processExitsWith: .success) { [path = directory.path as String] in
+            let cache = FileLoadableCache(directory: URL(fileURLWithPath: path, isDirectory: true))
+            let old = FileCacheFixtures.entry(count: 100, first: 1)
+            try await cache.save(old, key: "big")
+            let names = FileCacheFixtures.names(in: cache.entriesDirectory)
+
+            #if canImport(Glibc)
+                let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+            #else
+                let resource = RLIMIT_FSIZE
+            #endif
+            var limit = rlimit()
+            #expect(getrlimit(resource, &limit) == 0)
+            let previous = limit
+            limit.rlim_cur = 4_096
+            signal(SIGXFSZ, SIG_IGN)
+            #expect(setrlimit(resource, &limit) == 0)
+            let error = await FileCacheFixtures.caught {
+                try await cache.save(FileCacheFixtures.entry(count: 100_000, first: 2), key: "big")
+            }
+            limit = previous
+            #expect(setrlimit(resource, &limit) == 0)
+
+            #expect(FileCacheFixtures.kind(of: error) == "saveFailed")
+            #expect(error?.key == "big")
+            #expect(try await cache.load(key: "big") == old)
+            #expect(FileCacheFixtures.names(in: cache.entriesDirectory) == names)
+        }
+    }
+
+    @Test("every error's description names the key; a 10,000-character key is cut")
+    func descriptions() {
+        struct Underlying: Error, CustomStringConvertible {
+            var description: String { "underlying reason" }
+        }
+        func errors(_ key: String) -> [LoadableCacheError] {
+            [
+                .corrupt(key: key, reason: "a reason"), .versionMismatch(key: key, found: 1, expected: 2),
+                .decodingFailed(key: key, underlying: Underlying()),
+                .encodingFailed(key: key, underlying: Underlying()),
+                .loadFailed(key: key, underlying: Underlying()), .saveFailed(key: key, underlying: Underlying()),
+                .removeFailed(key: key, underlying: Underlying()),
+            ]
+        }
+        for error in errors("user/42") {
+            #expect(error.key == "user/42")
+            #expect(error.description.contains("\"user/42\""), "\(error)")
+        }
+        let long = String((0..<10_000).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+        for error in errors(long) {
+            #expect(error.key == long)
+            #expect(error.description.contains("\"\(long.prefix(100))…\" (10000 bytes)"), "\(error)")
+            #expect(!error.description.contains(long.prefix(101)))
+            #expect(error.description.count < 300)
+        }
+        let hundred = String(repeating: "h", count: 100)
+        #expect(LoadableCacheError.corrupt(key: hundred, reason: "r").description.contains("\"\(hundred)\""))
+        let all = LoadableCacheError.removeAllFailed(underlying: Underlying())
+        #expect(all.key == nil)
+        #expect(all.description.contains("underlying reason"))
+    }
+}
+
+// MARK: - Concurrency
+
+/// Saves started together on one `FileLoadableCache` all land: 200 keys at once each read back
+/// their entry, and 100 saves of one key leave one of them whole with no temporary file.
+@Suite("FileLoadableCache: saves started together")
+@MainActor
+struct FileCacheConcurrencyTests {
+    @Test("200 saves of different keys started together all land")
+    func manyKeysAtOnce() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let cache = FileLoadableCache(directory: directory)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    try await cache.save(
+                        FileCacheFixtures.entry(count: index, first: UInt8(index % 256), version: index),
+                        key: "key \(index)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        for index in 0..<200 {
+            #expect(
+                try await cache.load(key: "key \(index)")
+                    == FileCacheFixtures.entry(count: index, first: UInt8(index % 256), version: index))
+        }
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory).count == 200)
+    }
+
+    @Test("100 saves of one key started together leave one of them whole")
+    func oneKeyAtOnce() async throws {
+        let directory = FileCacheFixtures.temporaryDirectory()
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let caches = [FileLoadableCache(directory: directory), FileLoadableCache(directory: directory)]
+        let entries = (0..<100).map {
+            FileCacheFixtures.entry(count: ($0 % 2) * 20_000 + $0, first: UInt8($0), version: $0)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, entry) in entries.enumerated() {
+                group.addTask { try await caches[index % 2].save(entry, key: "same") }
+            }
+            try await group.waitForAll()
+        }
+        let loaded = try #require(try await caches[0].load(key: "same"))
+        #expect(entries.contains(loaded))
+        #expect(FileCacheFixtures.names(in: caches[0].entriesDirectory) == [FileLoadableCache.fileName(forKey: "same")])
+    }
+}

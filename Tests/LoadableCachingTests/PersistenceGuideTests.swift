@@ -1,0 +1,157 @@
+import Foundation
+import LoadableCaching
+import LoadableTestSupport
+import LoadableTesting
+import Testing
+
+// Every sample of Docs/Persistence.md, compiled and run. The guide's types are private here, so
+// that they cannot clash with other tests' types.
+
+// MARK: - Guide types
+
+private struct Profile: Codable, Sendable, Equatable {
+    var name: String
+    var followers: Int
+}
+
+private final class ProfileLoadable: Loadable<Profile> {
+    private let fetch: @MainActor () async throws -> Profile
+    init(clock: any Clock<Duration> = ContinuousClock(), fetch: @escaping @MainActor () async throws -> Profile) {
+        self.fetch = fetch
+        super.init(clock: clock)
+    }
+    override func doSync() {
+        Task {
+            do { setDidSyncSuccessfully(try await fetch()) } catch { setDidFailToSync(error) }
+        }
+    }
+}
+
+@MainActor
+private func makeProfile(
+    cache: any LoadableCache, fetch: @escaping @MainActor () async throws -> Profile
+) -> ProfileLoadable {
+    let profile = ProfileLoadable(fetch: fetch)
+    profile.persist(in: cache, key: "profile", maxRestoreAge: .seconds(30 * 24 * 3600))
+    profile.syncIfNeeded()  // starts at once: the restore does not hold it up
+    return profile
+}
+
+@MainActor
+private func makeProfileStore(
+    cache: any LoadableCache, fetch: @escaping @MainActor (Int) async throws -> Profile
+) -> LoadableStore<Int, ProfileLoadable> {
+    LoadableStore(cache: cache, cacheKey: { "profile-\($0)" }) { id in
+        ProfileLoadable { try await fetch(id) }
+    }
+}
+
+@MainActor
+private func logOut(_ profiles: LoadableStore<Int, ProfileLoadable>) async {
+    profiles.removeAll()  // drops every entry and clears the cache
+    await profiles.flush()  // nothing of this user is left on disk from here on
+}
+
+/// A `fetch` the test answers by hand.
+@MainActor
+private final class HeldFetch {
+    private var waiting: [CheckedContinuation<Profile, any Error>] = []
+    var count: Int { waiting.count }
+
+    func fetch() async throws -> Profile {
+        try await withCheckedThrowingContinuation { waiting.append($0) }
+    }
+
+    func answer(_ profile: Profile) {
+        waiting.removeFirst().resume(returning: profile)
+    }
+}
+
+private let savedAt = Date(timeIntervalSinceReferenceDate: 800_000_000)
+
+private func entry(_ profile: Profile, savedAt date: Date = savedAt, version: Int = 1) throws -> CachedEntry {
+    CachedEntry(data: try JSONEncoder().encode(profile), savedAt: date, version: version)
+}
+
+@Suite("Docs/Persistence.md samples")
+@MainActor
+struct PersistenceGuideTests {
+    @Test("persisting one loadable: the sync starts at once, the restore shows meanwhile, the result is saved")
+    func persistingOneLoadable() async throws {
+        // `makeProfile` reads the system's date and restores up to 30 days: an entry of an hour ago.
+        let lastLaunch = try entry(Profile(name: "Ada", followers: 1), savedAt: Date().addingTimeInterval(-3600))
+        let cache = InMemoryLoadableCache(entries: ["profile": lastLaunch])
+        let held = HeldFetch()
+        let profile = makeProfile(cache: cache) { try await held.fetch() }
+        #expect(profile.loadableState == .syncing)
+        #expect(profile.contents == nil)
+        #expect(await settle { profile.contents != nil })
+        #expect(profile.contents == Profile(name: "Ada", followers: 1))
+        #expect(profile.loadableState == .syncing)
+        #expect(await settle { held.count == 1 })
+        held.answer(Profile(name: "Ada", followers: 5))
+        #expect(await settle { profile.loadableState == .didSyncSuccessfully })
+        // `makeProfile` kept no handle: a store-free way to wait is to ask the cache itself, which
+        // runs its jobs in order, after the save.
+        let probe = ProfileLoadable { Profile(name: "", followers: 0) }
+        await probe.persist(in: cache, key: "probe").flush()
+        let saved = try #require(await cache.load(key: "profile"))
+        #expect(try JSONDecoder().decode(Profile.self, from: saved.data) == Profile(name: "Ada", followers: 5))
+    }
+
+    @Test("how age works after a restore: the age starts at now − savedAt and goes on with the clock")
+    func restoredAge() async throws {
+        let clock = ManualClock()
+        let cache = InMemoryLoadableCache(entries: ["profile": try entry(Profile(name: "Ada", followers: 1))])
+        // The guide's function, with its comments turned into checks.
+        let profile = ProfileLoadable(clock: clock) { Profile(name: "Ada", followers: 1) }
+        profile.maxAge = .seconds(60)
+        let persistence = profile.persist(in: cache, key: "profile", now: { savedAt.addingTimeInterval(45) })
+        await persistence.flush()
+        #expect(profile.age == .seconds(45))
+        #expect(profile.isStale == false)
+        await clock.advance(by: .seconds(15))
+        #expect(profile.age == .seconds(60))
+        #expect(profile.isStale == true)
+    }
+
+    @Test("with a store: entries restore from cacheKey(key), and logOut leaves nothing in the cache")
+    func withAStore() async throws {
+        let cache = InMemoryLoadableCache(entries: ["profile-7": try entry(Profile(name: "Grace", followers: 3))])
+        let profiles = makeProfileStore(cache: cache) { id in Profile(name: "user \(id)", followers: id) }
+        let seven = profiles.lease(7)
+        await profiles.flush()
+        #expect(seven.contents == Profile(name: "Grace", followers: 3))
+        let eight = profiles.lease(8)
+        try await eight.synced()
+        await profiles.flush()
+        #expect(await cache.keys == ["profile-7", "profile-8"])
+
+        await logOut(profiles)
+        #expect(await cache.keys.isEmpty)
+        #expect(profiles.count == 0)
+        // A lease kept past the logout no longer saves.
+        seven.loadable.setContents(Profile(name: "Grace", followers: 4))
+        await profiles.flush()
+        #expect(await cache.keys.isEmpty)
+    }
+
+    // The testing sample, as written in the guide.
+    @Test @MainActor func restoresLastLaunchThenRefreshes() async throws {
+        let savedAt = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        let old = try JSONEncoder().encode(Profile(name: "Ada", followers: 1))
+        let cache = InMemoryLoadableCache(entries: ["profile": CachedEntry(data: old, savedAt: savedAt, version: 1)])
+        let clock = ManualClock()
+        let profile = ProfileLoadable(clock: clock) { Profile(name: "Ada", followers: 2) }
+        let persistence = profile.persist(in: cache, key: "profile", now: { savedAt.addingTimeInterval(60) })
+        await persistence.flush()
+        #expect(profile.contents?.followers == 1)
+        #expect(profile.loadableState == .idle)
+        #expect(profile.age == .seconds(60))
+
+        try await profile.synced()
+        await persistence.flush()
+        let saved = try #require(await cache.load(key: "profile"))
+        #expect(try JSONDecoder().decode(Profile.self, from: saved.data).followers == 2)
+    }
+}
