@@ -27,6 +27,7 @@ final class DemoStats {
     var timeouts = 0
     var requests = 0
     var postLeases = 0
+    var relaunchSummary = "not run"
 }
 
 /// A simulated auth service: answers after a random latency and fails at `failureRate`.

@@ -35,6 +35,11 @@ final class Timeline {
     /// The column titles, aligned with ``log(_:_:_:)``'s lines.
     static let header = "    time    object              state                  what the user sees"
 
+    /// `duration` in seconds, as a number.
+    nonisolated static func secondsValue(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     /// `duration` in seconds with three decimals, as in `12.345`.
     static func seconds(_ duration: Duration) -> String {
         let milliseconds =

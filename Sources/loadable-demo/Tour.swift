@@ -1,3 +1,4 @@
+import Foundation
 import Loadable
 import LoadableCaching
 import LoadableGroup
@@ -24,6 +25,13 @@ final class Tour {
     /// One shared loadable per API path, for the post screens: a list row and a detail page that
     /// show the same post lease the same entry, so they make one request and agree.
     let posts: LoadableStore<String, AsyncLoadable<[String]>>
+    /// Where the posts store keeps its entries between launches: files in a folder of its own,
+    /// removed when the tour ends. The relaunch at the end restores from it.
+    let postsCacheDirectory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("loadable-demo-\(ProcessInfo.processInfo.processIdentifier)", isDirectory: true)
+    /// The wall-clock time of the simulation: a fixed date plus the simulated time, so that the
+    /// ages of restored entries are the same in every replay.
+    let simulatedDate: @Sendable () -> Date
     /// The leases of the open post screens, by screen.
     var postScreens: [String: LoadableLease<AsyncLoadable<[String]>>] = [:]
     private var tasks: [Task<Void, Never>] = []
@@ -55,7 +63,14 @@ final class Tour {
         }
         // Watch the token and the feeds before the group exists, so their lines come before the
         // group's (observers are called in the order they were added).
-        posts = LoadableStore(retention: .seconds(300), clock: clock) { path in
+        let start = clock.now
+        simulatedDate = {
+            Date(timeIntervalSinceReferenceDate: 800_000_000 + Timeline.secondsValue(start.duration(to: clock.now)))
+        }
+        posts = LoadableStore(
+            retention: .seconds(300), clock: clock,
+            cache: FileLoadableCache(directory: postsCacheDirectory), cacheKey: { $0 }, now: simulatedDate
+        ) { path in
             AsyncLoadable(clock: clock) { try await api.request(path) }
         }
         group = LoadableGroup([], policy: .strict)
@@ -121,6 +136,7 @@ final class Tour {
             await clock.advance(by: min(.milliseconds(100), clock.now.duration(to: end)))
         }
         for task in tasks { task.cancel() }
+        await relaunch()
         printSummary()
     }
 
@@ -232,6 +248,7 @@ final class Tour {
         print(
             "  posts store: \(posts.count) entries for \(stats.postLeases) screen leases, "
                 + "\(stats.syncs["posts", default: 0]) syncs in all")
+        print("  persistence: \(stats.relaunchSummary)")
         print(
             "  requests: \(stats.requests) sent; \(waited.count) waited for the token "
                 + "(average \(Timeline.seconds(average)) s, longest \(Timeline.seconds(longest)) s), "
