@@ -16,6 +16,8 @@ struct Settings {
     var storeExpiryCounts = [100_000, 400_000]
     var storeInvalidateCount = 100_000
     var storeMemoryEntries = 100_000
+    /// Entries of about 1 KB saved and restored through a `FileLoadableCache`.
+    var persistenceEntries = 1_000
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
@@ -35,7 +37,7 @@ struct Settings {
 @main
 @MainActor
 struct LoadableBenchmarks {
-    static let scenarios = ["sync-cycle", "fan-out", "group", "waiters", "memory", "store"]
+    static let scenarios = ["sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence"]
 
     static func main() async throws {
         var arguments = CommandLine.arguments.dropFirst()
@@ -87,6 +89,7 @@ struct LoadableBenchmarks {
         if wants("group") { runGroup(settings, into: &report) }
         if wants("waiters") { await runWaiters(settings, into: &report) }
         if wants("store") { await runStore(settings, into: &report) }
+        if wants("persistence") { await runPersistence(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
