@@ -59,12 +59,7 @@ extension Loadable where Contents: Codable & Sendable {
         now: @escaping @Sendable () -> Date = { Date.now },
         onError: (@MainActor (any Error) -> Void)? = nil
     ) -> LoadablePersistence {
-        if let maxRestoreAge {
-            requireValid(
-                maxRestoreAge >= .zero,
-                "\(type(of: self)).persist(in:key:): maxRestoreAge must be .zero or more, or nil (any age), got \(maxRestoreAge)"
-            )
-        }
+        requireValidMaxRestoreAge(maxRestoreAge, in: "\(type(of: self)).persist(in:key:)")
         (core.extras?.persistence as? LoadablePersistence)?.stop()
         let persistence = LoadablePersistence(cache: cache, key: key, core: core, onError: onError)
         let settings = PersistenceSettings(
@@ -102,6 +97,14 @@ extension Loadable where Contents: Codable & Sendable {
             })
         return persistence
     }
+}
+
+/// Stops the program with a message naming `maxRestoreAge` and `caller` when it is negative.
+func requireValidMaxRestoreAge(_ maxRestoreAge: Duration?, in caller: @autoclosure () -> String) {
+    guard let maxRestoreAge else { return }
+    requireValid(
+        maxRestoreAge >= .zero,
+        "\(caller()): maxRestoreAge must be .zero or more, or nil (any age), got \(maxRestoreAge)")
 }
 
 /// A loadable's persistence: what ``Loadable/persist(in:key:version:maxRestoreAge:encoder:decoder:now:onError:)``

@@ -431,16 +431,11 @@ extension LoadableStore {
         onError: (@MainActor (any Error) -> Void)? = nil,
         make: @escaping @MainActor (Key) -> Value
     ) where Value: Loadable<Contents> {
-        if let maxRestoreAge {
-            requireValid(
-                maxRestoreAge >= .zero,
-                "LoadableStore: maxRestoreAge must be .zero or more, or nil (any age), got \(maxRestoreAge)"
-            )
-        }
+        requireValidMaxRestoreAge(maxRestoreAge, in: "LoadableStore")
         self.init(retention: retention, maxRetained: maxRetained, clock: clock, make: make)
         persistence = StorePersistence(
             cache: cache, cacheKey: cacheKey, onError: onError,
-            persist: { value, cacheKey, onError in
+            persist: { value, cacheKey in
                 value.persist(
                     in: cache, key: cacheKey, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
                     decoder: decoder, now: now, onError: onError)
@@ -497,11 +492,12 @@ struct StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
     let cache: any LoadableCache
     let cacheKey: @MainActor (Key) -> String
     let onError: (@MainActor (any Error) -> Void)?
-    let persist: @MainActor (Value, String, (@MainActor (any Error) -> Void)?) -> Void
+    /// Persists a loadable under a cache key, as the store's init was told to.
+    let persist: @MainActor (Value, String) -> Void
 
     /// Persists a new entry's loadable.
     func persist(_ value: Value, key: Key) {
-        persist(value, cacheKey(key), onError)
+        persist(value, cacheKey(key))
     }
 
     /// Queues the removal of `key`'s cached entry.

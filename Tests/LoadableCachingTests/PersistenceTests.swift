@@ -204,18 +204,7 @@ final class PersistenceErrorLog {
 
     static func summary(_ error: any Error) -> String {
         guard let error = error as? LoadableCacheError else { return "other \(error)" }
-        let name =
-            switch error {
-            case .corrupt: "corrupt"
-            case .versionMismatch: "versionMismatch"
-            case .decodingFailed: "decodingFailed"
-            case .encodingFailed: "encodingFailed"
-            case .loadFailed: "loadFailed"
-            case .saveFailed: "saveFailed"
-            case .removeFailed: "removeFailed"
-            case .removeAllFailed: "removeAllFailed"
-            }
-        return "\(name) \(error.key ?? "-")"
+        return "\(FileCacheFixtures.kind(of: error)) \(error.key ?? "-")"
     }
 }
 
