@@ -263,6 +263,12 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
         beginSyncAndNotify()
     }
 
+    /// A commit changed the base contents while this sync runs, which may have started before
+    /// the server saw the change: exactly one more sync follows it, as after ``invalidate()``.
+    override func baseDidChangeDuringSync() {
+        core.freshness.insert([.invalidated, .pendingSync])
+    }
+
     override func observersDidChange() {
         if core.extras?.maxAge != nil { scheduleTimer() }
     }

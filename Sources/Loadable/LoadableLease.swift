@@ -213,6 +213,30 @@ extension LoadableLease: ContentsLoadable where Value: ContentsLoadable {
     }
 }
 
+extension LoadableLease {
+    /// Calls the loadable's ``PushLoadable/mutate(optimistic:commit:reconcile:)``: shows a change
+    /// at once, commits it, and keeps it or takes it back.
+    ///
+    /// Once the lease is released it changes nothing and commits nothing: it throws
+    /// `CancellationError` (a forgotten handle must not drive traffic).
+    ///
+    /// - Parameters:
+    ///   - optimistic: Applies the change to contents.
+    ///   - commit: Makes the change for real; runs in the calling task.
+    ///   - reconcile: Writes the commit's answer into the base contents; `nil` to apply
+    ///     `optimistic` to them instead.
+    /// - Returns: What `commit` returned.
+    @discardableResult
+    public func mutate<Contents, R: Sendable>(
+        optimistic: @escaping @MainActor (inout Contents) -> Void,
+        commit: @MainActor () async throws -> R,
+        reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
+    ) async throws -> R where Value: PushLoadable<Contents> {
+        guard !isReleased else { throw CancellationError() }
+        return try await loadable.mutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
+    }
+}
+
 /// What counts the uses of a loadable by its leases instead of the loadable itself: a store's
 /// entry, which keeps its loadable in use once for all its leases and learns when the last one
 /// ends. Told on the main actor, once per lease each.

@@ -283,7 +283,7 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
             storedNextPageState = .idle
             storedNextPageError = nil
             storedNextCursor = page.nextCursor
-            update(state: storedState, error: core.error, contents: (contents ?? []) + page.items)
+            update(state: storedState, error: core.error, contents: (baseContents ?? []) + page.items)
         case .failure(let error):
             changePaging {
                 storedNextPageState = .didFailToSync

@@ -30,6 +30,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     // core has a fixed offset.
     /// The state, error, observers and Observation registrar, shared by every loadable type.
     package final let core = LoadableCore()
+    /// The optimistic changes still waiting for their commit, and the base contents under them;
+    /// made by the first ``mutate(optimistic:commit:reconcile:)`` and kept.
+    private var pendingChanges: PendingChanges<Contents>?
+    /// The contents shown: the base contents with every pending change applied.
     private var storedContents: Contents?
 
     /// The state without telling Observation: for internal paths that are not reads of the
@@ -53,9 +57,20 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         return core.state
     }
 
-    /// The contents, kept across re-syncs and failures. Changes only through the setters.
+    /// The contents, kept across re-syncs and failures. Changes only through the setters and
+    /// ``mutate(optimistic:commit:reconcile:)``.
+    ///
+    /// While optimistic changes are pending, these are the base contents (what was last synced or
+    /// written) with every pending change applied, in the order the changes began.
     public final var contents: Contents? {
         core.trackAccess()
+        return storedContents
+    }
+
+    /// The contents without the pending optimistic changes: what was last synced or written, and
+    /// what persistence saves. Equal to the stored contents when no change is pending.
+    package final var baseContents: Contents? {
+        if let changes = pendingChanges, !changes.layers.isEmpty { return changes.base }
         return storedContents
     }
 
@@ -152,8 +167,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// - Parameter contents: The new contents.
     public final func setContents(_ contents: Contents) {
         core.willChange()
-        storedContents = contents
-        core.hasContents = true
+        storeBaseContents(contents)
         core.confirmContents()
         finishChange(endingSync: false)
     }
@@ -162,7 +176,8 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// Does nothing when there are no contents. While `body` runs, the contents are taken out of
     /// the loadable (so that changing them copies nothing): reading ``contents`` inside `body`
-    /// gives `nil`.
+    /// gives `nil`. While optimistic changes are pending, `body` changes the base contents, and
+    /// the pending changes are applied again on top.
     ///
     /// ```swift
     /// posts.updateContents { $0.insert(created, at: 0) }
@@ -170,12 +185,18 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// - Parameter body: Changes the contents.
     public final func updateContents(_ body: (inout Contents) -> Void) {
-        guard var contents = storedContents else { return }
-        storedContents = nil
-        body(&contents)
-        core.willChange()
-        storedContents = contents
-        core.hasContents = true
+        if let changes = pendingChanges, !changes.layers.isEmpty {
+            guard var base = changes.base.take() else { return }
+            body(&base)
+            core.willChange()
+            storeBaseContents(base)
+        } else {
+            guard var contents = storedContents.take() else { return }
+            body(&contents)
+            core.willChange()
+            storedContents = contents
+            core.hasContents = true
+        }
         core.confirmContents()
         finishChange(endingSync: false)
     }
@@ -188,11 +209,184 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   - age: How long ago they were confirmed; ``Loadable/age`` continues from it.
     package final func restoreContents(_ contents: Contents, age: Duration) {
         core.willChange()
-        storedContents = contents
-        core.hasContents = true
+        storeBaseContents(contents)
         core.confirmRestoredContents(age: age)
         finishChange(endingSync: false)
     }
+
+    // MARK: - Optimistic changes
+
+    /// Shows a change at once, runs `commit` (the call that makes it on the server), and keeps
+    /// the change if the commit succeeds or takes it back if it fails.
+    ///
+    /// ```swift
+    /// try await post.mutate { $0.isLiked = true } commit: {
+    ///     try await api.like(postID)
+    /// }
+    /// ```
+    ///
+    /// Each pending change is a *layer* over the base contents (what was last synced or written):
+    /// ``contents`` are the base with every pending layer applied, in the order the changes began.
+    /// - **Commit succeeds:** with `reconcile`, the commit's answer is written into the base;
+    ///   without it, `optimistic` itself is applied to the base. Either way the layer goes. That
+    ///   is a write of the base contents like ``setContents(_:)``: they count as just confirmed,
+    ///   and persistence saves them. If a sync is running, one more sync follows it (a ``Loadable``
+    ///   only), since the running one may have started before the server saw the change.
+    /// - **Commit throws or is cancelled:** only this layer goes (other pending changes stay), and
+    ///   the error is thrown to the caller. The state and ``error`` are untouched.
+    /// - **A sync succeeds meanwhile:** its contents become the base, and the pending layers are
+    ///   applied again on top, so a refresh never hides a pending change. Write changes as
+    ///   "set to" where you can (`isLiked = true`): a counter change (`likes += 1`) applied again
+    ///   on contents that already include the server's change counts twice until the commit
+    ///   answers.
+    /// - **No contents yet:** the layer waits for the first contents and applies to them. A change
+    ///   committed before there are any has nothing to write into: it goes.
+    ///
+    /// Observers are notified once when the layer is added and once when it goes (nothing when
+    /// there are no contents to show it on). While `optimistic` runs on the shown contents, they
+    /// are taken out of the loadable: reading ``contents`` inside it gives `nil`. `optimistic` and
+    /// `reconcile` should change only the contents they are given.
+    ///
+    /// The call keeps the loadable alive until `commit` returns (as any method call does). To give
+    /// up on a commit, cancel the calling task: a commit that honours cancellation ends with
+    /// `CancellationError`, and the layer goes. A commit that never returns keeps its layer.
+    ///
+    /// - Parameters:
+    ///   - optimistic: Applies the change to contents; called now, and again whenever the base
+    ///     contents change while the commit runs.
+    ///   - commit: Makes the change for real; runs in the calling task.
+    ///   - reconcile: Writes the commit's answer into the base contents; `nil` (the default) to
+    ///     apply `optimistic` to them instead.
+    /// - Returns: What `commit` returned.
+    /// - Throws: What `commit` threw; `CancellationError`, without applying anything, when the
+    ///   calling task is already cancelled.
+    @discardableResult
+    public final func mutate<R: Sendable>(
+        optimistic: @escaping @MainActor (inout Contents) -> Void,
+        commit: @MainActor () async throws -> R,
+        reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
+    ) async throws -> R {
+        try Task.checkCancellation()
+        let id = addPendingChange(optimistic)
+        let result: R
+        do {
+            result = try await commit()
+        } catch {
+            dropPendingChange(id)
+            throw error
+        }
+        commitPendingChange(id, result: result, reconcile: reconcile)
+        return result
+    }
+
+    /// Stores new base contents: the stored contents, or, while changes are pending, the base
+    /// under them (the pending changes are then applied again). Does not notify.
+    @inline(__always)
+    private func storeBaseContents(_ contents: Contents) {
+        if let changes = pendingChanges, !changes.layers.isEmpty {
+            changes.base = contents
+            applyPendingChanges(changes)
+        } else {
+            storedContents = contents
+        }
+        core.hasContents = true
+    }
+
+    /// Shows the base contents with every pending change applied, in the order they began.
+    private func applyPendingChanges(_ changes: PendingChanges<Contents>) {
+        changes.applyCount &+= 1
+        let applyCount = changes.applyCount
+        guard var shown = changes.base else {
+            storedContents = nil
+            return
+        }
+        for layer in changes.layers { layer.apply(&shown) }
+        // A change of the loadable made from inside a layer (misuse, but defined) applied the
+        // layers itself, to newer base contents: its result stands.
+        guard changes.applyCount == applyCount else { return }
+        storedContents = shown
+    }
+
+    /// Adds a pending change over the contents and notifies (when there are contents to show it
+    /// on); returns its id.
+    private func addPendingChange(_ apply: @escaping @MainActor (inout Contents) -> Void) -> Int {
+        let changes: PendingChanges<Contents>
+        if let existing = pendingChanges {
+            changes = existing
+        } else {
+            changes = PendingChanges()
+            pendingChanges = changes
+        }
+        let id = changes.nextID
+        changes.nextID &+= 1
+        if changes.layers.isEmpty { changes.base = storedContents }
+        changes.layers.append(PendingChanges.Layer(id: id, apply: apply))
+        // No contents yet: the change waits for them, and nothing shown changes.
+        guard var shown = storedContents.take() else { return id }
+        changes.applyCount &+= 1
+        let applyCount = changes.applyCount
+        core.willChange()
+        apply(&shown)
+        if changes.applyCount == applyCount { storedContents = shown }
+        finishChange(endingSync: false)
+        return id
+    }
+
+    /// Takes back the pending change `id` (its commit failed or was cancelled) and notifies
+    /// (when there are contents).
+    private func dropPendingChange(_ id: Int) {
+        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
+            return
+        }
+        changes.layers.remove(at: index)
+        guard changes.base != nil else { return }
+        core.willChange()
+        if changes.layers.isEmpty {
+            storedContents = changes.base.take()
+        } else {
+            applyPendingChanges(changes)
+        }
+        finishChange(endingSync: false)
+    }
+
+    /// Writes the committed change `id` into the base contents (through `reconcile`, or by
+    /// applying the change itself), drops its layer, and notifies once.
+    private func commitPendingChange<R>(
+        _ id: Int, result: R, reconcile: (@MainActor (inout Contents, R) -> Void)?
+    ) {
+        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
+            return
+        }
+        let layer = changes.layers[index]
+        guard var base = changes.base.take() else {
+            // Nothing to write into: the change goes. A sync running now may have started before
+            // the server saw the change: one more follows it.
+            changes.layers.remove(at: index)
+            if storedState == .syncing { baseDidChangeDuringSync() }
+            return
+        }
+        core.willChange()
+        if reconcile == nil, changes.layers.count == 1 {
+            // The one pending change, applied the same way: what is shown already is the new base.
+            changes.layers.removeAll(keepingCapacity: true)
+        } else {
+            if let reconcile { reconcile(&base, result) } else { layer.apply(&base) }
+            changes.layers.remove(at: index)
+            if changes.layers.isEmpty {
+                storedContents = base
+            } else {
+                changes.base = base
+                applyPendingChanges(changes)
+            }
+        }
+        core.hasContents = true
+        core.confirmContents()
+        if storedState == .syncing { baseDidChangeDuringSync() }
+        finishChange(endingSync: false)
+    }
+
+    /// A commit changed the base contents while a sync runs; ``Loadable`` queues one more sync.
+    func baseDidChangeDuringSync() {}
 
     /// Notifies observers that the contents changed in place (the state stays as it is).
     public final func notifyDidChange() {
@@ -225,8 +419,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
-        storedContents = contents
-        core.hasContents = true
+        storeBaseContents(contents)
         recordOutcome(state)
         finishChange(endingSync: endsSync)
     }
@@ -315,4 +508,26 @@ extension PushLoadable: LoadableCoreOwner {
     package var untrackedIsStale: Bool {
         core.readUntracked { !isContentsAvailable || core.isStaleByInvalidationOrAge }
     }
+}
+
+/// The optimistic changes of a ``PushLoadable`` waiting for their commits, and the base contents
+/// under them.
+@MainActor
+final class PendingChanges<Contents> {
+    /// One pending change.
+    struct Layer {
+        /// Tells this change from the others.
+        let id: Int
+        /// Applies the change to contents.
+        let apply: @MainActor (inout Contents) -> Void
+    }
+
+    /// The pending changes, in the order they began.
+    var layers: [Layer] = []
+    /// The base contents while ``layers`` is not empty (`nil`: none yet); unused otherwise.
+    var base: Contents?
+    /// The id of the next change.
+    var nextID = 0
+    /// Grows each time the layers are applied: tells a nested application from the outer one.
+    var applyCount = 0
 }

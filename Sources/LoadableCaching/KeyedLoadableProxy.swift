@@ -208,6 +208,29 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     /// Cancels the entry's sync; does nothing without a key.
     public func cancelSync() { lease?.cancelSync() }
 
+    /// Calls the entry's ``PushLoadable/mutate(optimistic:commit:reconcile:)``: shows a change at
+    /// once, commits it, and keeps it or takes it back.
+    ///
+    /// The change belongs to the entry it began on: setting another key while the commit runs
+    /// does not move it. Without a key there is nothing to change: it throws `CancellationError`
+    /// and commits nothing.
+    ///
+    /// - Parameters:
+    ///   - optimistic: Applies the change to contents.
+    ///   - commit: Makes the change for real; runs in the calling task.
+    ///   - reconcile: Writes the commit's answer into the base contents; `nil` to apply
+    ///     `optimistic` to them instead.
+    /// - Returns: What `commit` returned.
+    @discardableResult
+    public func mutate<Contents, R: Sendable>(
+        optimistic: @escaping @MainActor (inout Contents) -> Void,
+        commit: @MainActor () async throws -> R,
+        reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
+    ) async throws -> R where Value: PushLoadable<Contents> {
+        guard let lease else { throw CancellationError() }
+        return try await lease.mutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
+    }
+
     /// Calls `handler` after every change of the proxy (its key) or of its entry, until the
     /// returned token is cancelled or released.
     ///

@@ -67,7 +67,7 @@ extension Loadable where Contents: Codable & Sendable {
             decoder: decoder, now: now)
         persistence.saveContents = { [weak self, weak persistence] in
             guard let self, let persistence,
-                let contents = core.readUntracked({ self.contents })
+                let contents = self.baseContents
             else { return }
             let savedAt = now()
             CacheQueue.of(cache).enqueueSave(key: key) { [weak persistence] in
