@@ -77,6 +77,18 @@ package final class LoadableCore {
         set { storedIsSyncAwaitingDoSync = newValue }
     }
 
+    /// Whether optimistic changes are pending: the owner keeps them in
+    /// ``LoadableCoreExtras/pendingChanges``.
+    ///
+    /// A bit of the freshness byte rather than a field of its own: one more byte would move the
+    /// core to a larger malloc size class.
+    package var hasPendingChanges: Bool {
+        get { storedFreshness.contains(.pendingChanges) }
+        set {
+            if newValue { storedFreshness.insert(.pendingChanges) } else { storedFreshness.remove(.pendingChanges) }
+        }
+    }
+
     /// Creates the core of an idle loadable with no observers.
     package init() {}
 
@@ -140,6 +152,9 @@ package final class LoadableCore {
         package static let slowSync = Freshness(rawValue: 4)
         /// Observers were told that the contents turned stale by age.
         package static let staleByAgeAnnounced = Freshness(rawValue: 8)
+        /// Not freshness, but kept in the same byte: optimistic changes are pending (see
+        /// ``LoadableCore/hasPendingChanges``).
+        package static let pendingChanges = Freshness(rawValue: 16)
     }
 
     /// The freshness bits.
@@ -565,6 +580,9 @@ package final class LoadableCoreExtras {
     /// Saves the base contents after each change of them (module `LoadableCaching`); owned here,
     /// so that it lives as long as the loadable.
     @exclusivity(unchecked) package var persistence: (any ContentsPersisting)?
+    /// The optimistic changes of a `PushLoadable` and the base contents under them (its
+    /// `PendingChanges<Contents>`), made by its first change and kept.
+    @exclusivity(unchecked) package var pendingChanges: AnyObject?
     /// Failures since the last success.
     @exclusivity(unchecked) package var consecutiveFailures = 0
     /// Contents older than this are stale; `nil`: never stale by age.

@@ -30,9 +30,6 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     // core has a fixed offset.
     /// The state, error, observers and Observation registrar, shared by every loadable type.
     package final let core = LoadableCore()
-    /// The optimistic changes still waiting for their commit, and the base contents under them;
-    /// made by the first ``mutate(optimistic:commit:reconcile:)`` and kept.
-    private var pendingChanges: PendingChanges<Contents>?
     /// The contents shown: the base contents with every pending change applied.
     private var storedContents: Contents?
 
@@ -67,10 +64,23 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         return storedContents
     }
 
+    /// The optimistic changes waiting for their commits and the base contents under them; `nil`
+    /// when none is pending.
+    ///
+    /// Kept in the core's extras, made by the first change and reused, rather than in a stored
+    /// property: a loadable that never changes optimistically must not grow (one more field
+    /// moves `Loadable<Int>` to a larger malloc size class). The core's flag keeps the check on
+    /// every write of contents to one byte.
+    @inline(__always)
+    private var pendingChanges: PendingChanges<Contents>? {
+        guard core.hasPendingChanges, let changes = core.extras?.pendingChanges else { return nil }
+        return unsafeDowncast(changes, to: PendingChanges<Contents>.self)
+    }
+
     /// The contents without the pending optimistic changes: what was last synced or written, and
     /// what persistence saves. Equal to the stored contents when no change is pending.
     package final var baseContents: Contents? {
-        if let changes = pendingChanges, !changes.layers.isEmpty { return changes.base }
+        if let changes = pendingChanges { return changes.base }
         return storedContents
     }
 
@@ -185,7 +195,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// - Parameter body: Changes the contents.
     public final func updateContents(_ body: (inout Contents) -> Void) {
-        if let changes = pendingChanges, !changes.layers.isEmpty {
+        if let changes = pendingChanges {
             guard var base = changes.base.take() else { return }
             body(&base)
             core.willChange()
@@ -283,7 +293,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// under them (the pending changes are then applied again). Does not notify.
     @inline(__always)
     private func storeBaseContents(_ contents: Contents) {
-        if let changes = pendingChanges, !changes.layers.isEmpty {
+        if let changes = pendingChanges {
             changes.base = contents
             applyPendingChanges(changes)
         } else {
@@ -311,16 +321,17 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// on); returns its id.
     private func addPendingChange(_ apply: @escaping @MainActor (inout Contents) -> Void) -> Int {
         let changes: PendingChanges<Contents>
-        if let existing = pendingChanges {
-            changes = existing
+        if let existing = core.extras?.pendingChanges {
+            changes = unsafeDowncast(existing, to: PendingChanges<Contents>.self)
         } else {
             changes = PendingChanges()
-            pendingChanges = changes
+            core.extrasForWriting.pendingChanges = changes
         }
         let id = changes.nextID
         changes.nextID &+= 1
         if changes.layers.isEmpty { changes.base = storedContents }
         changes.layers.append(PendingChanges.Layer(id: id, apply: apply))
+        core.hasPendingChanges = true
         // No contents yet: the change waits for them, and nothing shown changes.
         guard var shown = storedContents.take() else { return id }
         changes.applyCount &+= 1
@@ -339,6 +350,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             return
         }
         changes.layers.remove(at: index)
+        core.hasPendingChanges = !changes.layers.isEmpty
         guard changes.base != nil else { return }
         core.willChange()
         if changes.layers.isEmpty {
@@ -362,6 +374,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             // Nothing to write into: the change goes. A sync running now may have started before
             // the server saw the change: one more follows it.
             changes.layers.remove(at: index)
+            core.hasPendingChanges = !changes.layers.isEmpty
             if storedState == .syncing { baseDidChangeDuringSync() }
             return
         }
@@ -369,9 +382,11 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         if reconcile == nil, changes.layers.count == 1 {
             // The one pending change, applied the same way: what is shown already is the new base.
             changes.layers.removeAll(keepingCapacity: true)
+            core.hasPendingChanges = false
         } else {
             if let reconcile { reconcile(&base, result) } else { layer.apply(&base) }
             changes.layers.remove(at: index)
+            core.hasPendingChanges = !changes.layers.isEmpty
             if changes.layers.isEmpty {
                 storedContents = base
             } else {

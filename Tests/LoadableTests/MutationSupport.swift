@@ -42,13 +42,6 @@ final class ListLoadable: Loadable<[Int]> {
     override func doSync() { doSyncCount += 1 }
 }
 
-/// A post, changed optimistically by the tests.
-struct Post: Equatable, Sendable, Codable {
-    var title: String
-    var isLiked = false
-    var likes = 0
-}
-
 /// A mutation started in its own task: the task and the gate's commit name.
 @MainActor
 struct StartedMutation {
