@@ -46,7 +46,7 @@ extension Tour {
         stats.postLeases += 1
         postScreens[screen] = lease
         if let name {
-            timeline.watch(lease.loadable, as: name) { Self.describe(feed: $0) }
+            timeline.watch(lease.loadable, as: name) { Self.describe(post: $0) }
             countSyncs(of: lease.loadable, as: "posts")
         }
         lease.syncIfNeeded()

@@ -28,6 +28,7 @@ final class DemoStats {
     var requests = 0
     var postLeases = 0
     var relaunchSummary = "not run"
+    var mutationSummary: [String] = []
 }
 
 /// A simulated auth service: answers after a random latency and fails at `failureRate`.
@@ -62,6 +63,8 @@ final class APIServer {
     private let clock: ManualClock
     var glitches: Set<String> = []
     var stalls: Set<String> = []
+    /// Items added to a resource by accepted changes: its later answers include them.
+    private var added: [String: [String]] = [:]
 
     init(seed: UInt64, clock: ManualClock) {
         random = SeededRandomNumberGenerator(seed: seed)
@@ -75,7 +78,17 @@ final class APIServer {
         if stalls.remove(path) != nil { try await clock.sleep(for: .seconds(3600)) }
         try await clock.sleep(for: latency)
         if fails { throw DemoError.serverGlitch(path) }
-        return (1...count).map { "\(path.dropFirst()) #\($0)" }
+        return (1...count).map { "\(path.dropFirst()) #\($0)" } + added[path, default: []]
+    }
+
+    /// A change: adds `item` to `resource` after a latency longer than a read's (a write), or
+    /// fails when `path` glitches.
+    func post(_ path: String, adding item: String, to resource: String, token: String) async throws {
+        let latency = Duration.microseconds(Int64.random(in: 400_000...700_000, using: &random))
+        let fails = glitches.remove(path) != nil
+        try await clock.sleep(for: latency)
+        if fails { throw DemoError.serverGlitch(path) }
+        if !added[resource, default: []].contains(item) { added[resource, default: []].append(item) }
     }
 }
 
@@ -100,6 +113,18 @@ final class APIClient {
     }
 
     func request(_ path: String) async throws -> [String] {
+        let token = try await authorize(path)
+        return try await server.get(path, token: token)
+    }
+
+    /// Sends a change: adds `item` to `resource`, after waiting for the token like a read.
+    func send(_ path: String, adding item: String, to resource: String) async throws {
+        let token = try await authorize(path)
+        try await server.post(path, adding: item, to: resource, token: token)
+    }
+
+    /// Waits for the access token, logging the wait, and returns it.
+    private func authorize(_ path: String) async throws -> String {
         let started = clock.now
         let name = "api \(path)"
         let token: AsyncLoadable<String>
@@ -117,6 +142,6 @@ final class APIClient {
         timeline.log(
             name, "sent",
             waited > .zero ? "after waiting \(Timeline.seconds(waited)) s for the token" : "the token was ready")
-        return try await server.get(path, token: token.contents ?? "")
+        return token.contents ?? ""
     }
 }

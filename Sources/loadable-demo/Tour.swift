@@ -92,6 +92,7 @@ final class Tour {
         at(1.5) { self.sendMessage(1) }
         at(4.0) { self.sendMessage(2) }
         schedulePostScreens()
+        scheduleMutations()
         at(7.5) { self.sendMessage(3) }
         at(9.0) {
             self.timeline.log("user", "pull to refresh", "")
@@ -148,6 +149,11 @@ final class Tour {
                 guard (try? await clock.sleep(until: deadline)) != nil else { return }
                 action()
             })
+    }
+
+    /// Runs `work` in a task that the end of the tour cancels.
+    func spawn(_ work: @escaping @MainActor () async -> Void) {
+        tasks.append(Task { await work() })
     }
 
     private func sendMessage(_ number: Int) {
@@ -249,6 +255,9 @@ final class Tour {
             "  posts store: \(posts.count) entries for \(stats.postLeases) screen leases, "
                 + "\(stats.syncs["posts", default: 0]) syncs in all")
         print("  persistence: \(stats.relaunchSummary)")
+        print(
+            "  optimistic changes on /posts/42: "
+                + (stats.mutationSummary.isEmpty ? "none ended" : stats.mutationSummary.joined(separator: ", ")))
         print(
             "  requests: \(stats.requests) sent; \(waited.count) waited for the token "
                 + "(average \(Timeline.seconds(average)) s, longest \(Timeline.seconds(longest)) s), "
