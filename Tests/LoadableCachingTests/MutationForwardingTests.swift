@@ -174,6 +174,50 @@ struct MutationForwardingTests {
         #expect(detail.loadableState == .didSyncSuccessfully)
     }
 
+    // The store sample of Docs/Mutations.md, as written there.
+
+    protocol PostsAPI: Sendable {
+        func setLiked(_ isLiked: Bool, postID: Int) async throws -> Post
+    }
+
+    final class FeedLoadable: Loadable<[Int]> {
+        private(set) var syncs = 0
+        override func doSync() { syncs += 1 }
+    }
+
+    func like(
+        _ postID: Int, in posts: LoadableStore<Int, PostLoadable>, lists: LoadableStore<String, FeedLoadable>,
+        api: any PostsAPI
+    ) async throws {
+        let lease = posts.lease(postID)
+        defer { lease.release() }
+        try await lease.mutate {
+            $0.isLiked = true
+        } commit: {
+            try await api.setLiked(true, postID: postID)
+        } reconcile: {
+            $0 = $1
+        }
+        lists.invalidate { _ in true }  // the feeds that show the post sync again
+    }
+
+    struct AgreeingAPI: PostsAPI {
+        func setLiked(_ isLiked: Bool, postID: Int) async throws -> Post {
+            Post(title: "Post \(postID) (server)", isLiked: isLiked)
+        }
+    }
+
+    @Test("the guide's store sample: the answer joins the entry, and the open feeds sync again")
+    func guideStoreSample() async throws {
+        let posts = store()
+        let lists = LoadableStore<String, FeedLoadable>(clock: ManualClock()) { _ in FeedLoadable() }
+        let home = lists.lease("home")
+        home.loadable.setDidSyncSuccessfully([7])
+        try await like(7, in: posts, lists: lists, api: AgreeingAPI())
+        #expect(posts.peek(7)?.contents == Post(title: "Post 7 (server)", isLiked: true))
+        #expect(home.loadable.syncs == 1)
+    }
+
     /// The post saved in `cache`, decoded.
     private func saved(in cache: InMemoryLoadableCache) async throws -> Post? {
         guard let entry = await cache.load(key: "post") else { return nil }
