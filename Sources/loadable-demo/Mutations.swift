@@ -27,38 +27,37 @@ extension Tour {
     /// Stars the post: a "set to" change (adding the mark only once), so that applying it again
     /// on a refreshed post cannot show two stars.
     private func star(_ post: LoadableLease<AsyncLoadable<[String]>>) async {
-        let api = api
-        do {
-            try await post.mutate { items in
-                if !items.contains(Self.starMark) { items.append(Self.starMark) }
-            } commit: {
-                try await api.send("/posts/42/star", adding: Self.starMark, to: "/posts/42")
-            }
-            timeline.log("api /posts/42/star", "accepted", "the star stays: it is part of the post now")
-            stats.mutationSummary.append("the star was kept")
-        } catch {
-            timeline.log("api /posts/42/star", "failed", "the star is taken back (\(error))")
-            stats.mutationSummary.append("the star was taken back")
-        }
+        await change(post, named: "star", showing: Self.starMark, path: "/posts/42/star", adding: Self.starMark)
     }
 
     /// Comments on the post; the server refuses this one, and only the comment goes.
     private func comment(on post: LoadableLease<AsyncLoadable<[String]>>) async {
+        await change(
+            post, named: "comment", showing: Self.commentMark, path: "/posts/42/comments",
+            adding: "comment \"Nice!\"")
+    }
+
+    /// Shows `mark` on the post at once (a "set to" change: applied again on a refreshed post, it
+    /// cannot show twice) and sends `item` to `path`; logs how it ended.
+    private func change(
+        _ post: LoadableLease<AsyncLoadable<[String]>>, named name: String, showing mark: String, path: String,
+        adding item: String
+    ) async {
         let api = api
         do {
             try await post.mutate { items in
-                if !items.contains(Self.commentMark) { items.append(Self.commentMark) }
+                if !items.contains(mark) { items.append(mark) }
             } commit: {
-                try await api.send("/posts/42/comments", adding: "comment \"Nice!\"", to: "/posts/42")
+                try await api.send(path, adding: item, to: "/posts/42")
             }
-            timeline.log("api /posts/42/comments", "accepted", "the comment stays")
-            stats.mutationSummary.append("the comment was kept")
+            timeline.log("api \(path)", "accepted", "the \(name) stays: it is part of the post now")
+            stats.mutationSummary.append("the \(name) was kept")
         } catch {
-            let starStays = post.contents?.contains(Self.starMark) == true
+            let othersStay = post.contents?.contains(where: { $0 == Self.starMark || $0 == Self.commentMark }) == true
             timeline.log(
-                "api /posts/42/comments", "failed",
-                "only the comment is taken back\(starStays ? "; the star stays" : "") (\(error))")
-            stats.mutationSummary.append("the comment was taken back")
+                "api \(path)", "failed",
+                "only the \(name) is taken back\(othersStay ? "; the other change stays" : "") (\(error))")
+            stats.mutationSummary.append("the \(name) was taken back")
         }
     }
 
