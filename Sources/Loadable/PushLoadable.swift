@@ -195,18 +195,12 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// - Parameter body: Changes the contents.
     public final func updateContents(_ body: (inout Contents) -> Void) {
-        if let changes = pendingChanges {
-            guard var base = changes.base.take() else { return }
-            body(&base)
-            core.willChange()
-            storeBaseContents(base)
-        } else {
-            guard var contents = storedContents.take() else { return }
-            body(&contents)
-            core.willChange()
-            storedContents = contents
-            core.hasContents = true
-        }
+        let taken: Contents?
+        if let changes = pendingChanges { taken = changes.base.take() } else { taken = storedContents.take() }
+        guard var contents = taken else { return }
+        body(&contents)
+        core.willChange()
+        storeBaseContents(contents)
         core.confirmContents()
         finishChange(endingSync: false)
     }
@@ -343,21 +337,34 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         return id
     }
 
+    /// Removes the layer at `index`, keeping the core's flag in step.
+    @inline(__always)
+    private func removeLayer(at index: Int, of changes: PendingChanges<Contents>) {
+        changes.layers.remove(at: index)
+        core.hasPendingChanges = !changes.layers.isEmpty
+    }
+
+    /// Shows the base with the layers left after one was removed: the base itself when none is
+    /// left.
+    @inline(__always)
+    private func showBaseAfterRemoval(_ changes: PendingChanges<Contents>) {
+        if changes.layers.isEmpty {
+            storedContents = changes.base.take()
+        } else {
+            applyPendingChanges(changes)
+        }
+    }
+
     /// Takes back the pending change `id` (its commit failed or was cancelled) and notifies
     /// (when there are contents).
     private func dropPendingChange(_ id: Int) {
         guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
             return
         }
-        changes.layers.remove(at: index)
-        core.hasPendingChanges = !changes.layers.isEmpty
+        removeLayer(at: index, of: changes)
         guard changes.base != nil else { return }
         core.willChange()
-        if changes.layers.isEmpty {
-            storedContents = changes.base.take()
-        } else {
-            applyPendingChanges(changes)
-        }
+        showBaseAfterRemoval(changes)
         finishChange(endingSync: false)
     }
 
@@ -373,8 +380,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         guard var base = changes.base.take() else {
             // Nothing to write into: the change goes. A sync running now may have started before
             // the server saw the change: one more follows it.
-            changes.layers.remove(at: index)
-            core.hasPendingChanges = !changes.layers.isEmpty
+            removeLayer(at: index, of: changes)
             if storedState == .syncing { baseDidChangeDuringSync() }
             return
         }
@@ -385,14 +391,9 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             core.hasPendingChanges = false
         } else {
             if let reconcile { reconcile(&base, result) } else { layer.apply(&base) }
-            changes.layers.remove(at: index)
-            core.hasPendingChanges = !changes.layers.isEmpty
-            if changes.layers.isEmpty {
-                storedContents = base
-            } else {
-                changes.base = base
-                applyPendingChanges(changes)
-            }
+            changes.base = base
+            removeLayer(at: index, of: changes)
+            showBaseAfterRemoval(changes)
         }
         core.hasContents = true
         core.confirmContents()
