@@ -20,18 +20,24 @@ struct Settings {
     var persistenceEntries = 1_000
     /// Optimistic changes made one after another.
     var mutations = 200_000
+    /// Sync cycles of a loadable followed by a syncer.
+    var syncerCycles = 200_000
+    /// Syncers made and released.
+    var syncerInstances = 100_000
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
         runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
-        groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000, mutations: 50_000)
+        groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000, mutations: 50_000,
+        syncerCycles: 50_000, syncerInstances: 30_000)
 
     /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
     /// are not the goals'.
     static let profile = Settings(
         runs: 1, groupRuns: 1, syncCycles: 20_000, fanOutDeliveries: 20_000, groupSizes: [10_000],
         waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
-        storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000)
+        storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000,
+        syncerCycles: 10_000, syncerInstances: 10_000)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -39,7 +45,9 @@ struct Settings {
 @main
 @MainActor
 struct LoadableBenchmarks {
-    static let scenarios = ["sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation"]
+    static let scenarios = [
+        "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
+    ]
 
     static func main() async throws {
         var arguments = CommandLine.arguments.dropFirst()
@@ -93,6 +101,7 @@ struct LoadableBenchmarks {
         if wants("store") { await runStore(settings, into: &report) }
         if wants("persistence") { await runPersistence(settings, into: &report) }
         if wants("mutation") { await runMutation(settings, into: &report) }
+        if wants("syncer") { await runSyncer(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
