@@ -22,14 +22,28 @@
 /// the first observer arrived, whatever syncs happened in between. For retries with backoff and
 /// refreshes counted from the last sync, use a ``LoadableSyncer``.
 ///
+/// It follows an ``ActivityMonitor`` (``ActivityMonitor/system`` unless given another), as a
+/// syncer does: while the app is inactive or offline the ticks pause, and a first observer arriving
+/// then does not sync; when the app is active and online again, a tick that fell due meanwhile
+/// syncs at once (then the ticks go on every interval from then), and otherwise a failed or stale
+/// loadable syncs (`syncIfNeeded()`) and the ticks go on where they were. A running sync is never
+/// cancelled.
+///
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor
 open class AutosyncLoadable<Contents>: Loadable<Contents> {
     /// The time between two refreshes while observed; greater than `.zero`.
     public let autosyncInterval: Duration
 
+    /// The monitor the ticks follow to pause and catch up.
+    public let activity: ActivityMonitor
+
     private let clock: ElapsedClock
     private var timer = ClockTimer()
+    /// When the next tick falls due, on ``clock``; `nil` while nobody observes the loadable.
+    private var tickDeadline: Duration?
+    /// Whether the ticks are paused (inactive or offline), as last read from ``activity``.
+    private var isPaused: Bool
 
     /// Creates an idle loadable that refreshes itself every `autosyncInterval` while observed.
     ///
@@ -37,56 +51,100 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     ///   - contents: Contents to start with, if any.
     ///   - autosyncInterval: The time between two refreshes; greater than `.zero`.
     ///   - clock: The clock the timer sleeps on; a `ManualClock` in tests.
+    ///   - activity: The monitor to follow: ``ActivityMonitor/system`` by default; an
+    ///     `ActivityMonitor()` the test drives in tests.
     public init(
         contents: Contents? = nil,
         autosyncInterval: Duration,
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = ContinuousClock(),
+        activity: ActivityMonitor = .system
     ) {
         requireValid(
             autosyncInterval > .zero,
             "AutosyncLoadable: autosyncInterval must be > .zero, got \(autosyncInterval)"
         )
         self.autosyncInterval = autosyncInterval
+        self.activity = activity
         self.clock = ElapsedClock(clock)
+        isPaused = !activity.allowsSyncing
         super.init(contents: contents, clock: clock)
+        activity.addFollower(self)
     }
 
-    /// Whether the refresh timer runs (someone observes the loadable).
-    public var isAutosyncing: Bool { timer.isArmed }
+    /// Whether someone observes the loadable, so that it refreshes itself every
+    /// ``autosyncInterval`` (paused while the ``activity`` monitor is inactive or offline).
+    public var isAutosyncing: Bool { tickDeadline != nil }
 
-    /// Syncs if needed and starts the refresh timer. Call `super` when you override it.
+    /// Whether someone observes the loadable, its last sync failed, and the ``activity`` monitor
+    /// says the network cannot be reached: it syncs again as soon as the network is back.
+    ///
+    /// Observable: it reads the loadable's state and the monitor's connectivity.
+    public var isWaitingForNetwork: Bool {
+        activity.connectivity == .offline && loadableState == .didFailToSync && isAutosyncing
+    }
+
+    /// Syncs if needed and starts the refresh timer (only the timer's deadline while the
+    /// ``activity`` monitor pauses it). Call `super` when you override it.
     open override func didAddFirstObserver() {
         super.didAddFirstObserver()
-        startTimer()
+        tickDeadline = clock.elapsed + autosyncInterval
+        guard !isPaused else { return }
+        armTimer(after: autosyncInterval)
         syncIfNeeded()
     }
 
     /// Stops the refresh timer. Call `super` when you override it.
     open override func didRemoveLastObserver() {
         super.didRemoveLastObserver()
+        tickDeadline = nil
         timer.cancel()
     }
 
-    /// Arms the timer for the next tick, one ``autosyncInterval`` from now.
-    ///
-    /// Armed again as soon as it fires, before the tick's sync (which may remove the last observer
-    /// and stop it): the ticks keep their cadence from the moment the first observer arrived,
-    /// whatever syncs happen in between.
-    private func startTimer() {
+    /// Arms the timer for the next tick, `delay` from now.
+    private func armTimer(after delay: Duration) {
         // The task holds the loadable weakly; releasing the loadable or its last observer stops it.
-        timer.arm(after: autosyncInterval, on: clock) { [weak self] generation in
+        timer.arm(after: delay, on: clock) { [weak self] generation in
             self?.autosyncTimerFired(generation)
         }
     }
 
+    /// A tick: the next one is armed before the tick's sync (which may remove the last observer
+    /// and stop it), so that the ticks keep their cadence whatever syncs happen in between.
     private func autosyncTimerFired(_ generation: Int) {
         guard timer.fired(generation) else { return }
-        startTimer()
+        tickDeadline = clock.elapsed + autosyncInterval
+        armTimer(after: autosyncInterval)
         guard loadableState != .syncing else { return }
         sync()
     }
 
     deinit {
         timer.cancelTask()
+    }
+}
+
+extension AutosyncLoadable: ActivityMonitorFollower {
+    package func activityDidChange() {
+        let paused = !activity.allowsSyncing
+        guard paused != isPaused else { return }
+        isPaused = paused
+        guard let tickDeadline else { return }
+        if paused {
+            // The ticks stop; the deadline stays, so that a tick that falls due meanwhile runs on
+            // return.
+            timer.cancel()
+            return
+        }
+        let now = clock.elapsed
+        if tickDeadline <= now {
+            // A tick fell due while paused: it runs now, and the ticks go on from here.
+            self.tickDeadline = now + autosyncInterval
+            armTimer(after: autosyncInterval)
+            guard loadableState != .syncing else { return }
+            sync()
+        } else {
+            armTimer(after: tickDeadline - now)
+            syncIfNeeded()
+        }
     }
 }

@@ -17,11 +17,23 @@
 /// With ``Jitter-swift.enum/full`` or ``Jitter-swift.enum/equal``, each retry delay `d` of the
 /// sequence above is replaced by a random one (see ``Jitter-swift.enum``), so that many clients
 /// failing together do not retry together. The random numbers come from the generator given to
-/// ``init(period:min:max:multiplier:jitter:random:)``; pass a seeded one in tests. The refresh
+/// ``init(period:min:max:multiplier:jitter:maxRetries:random:)``; pass a seeded one in tests. The refresh
 /// `period` is never randomised.
 ///
+/// With `maxRetries`, the policy answers `nil` (no retry) once that many retries in a row have
+/// failed, until a reset: a success, or the syncer's catch-up (the app active again, the network
+/// back, a sync someone else starts). Without it, retries never stop.
+///
+/// ```swift
+/// var capped = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(8), maxRetries: 2)
+/// capped.nextTimeout(afterFailure: true)   // 1 s: the first attempt failed, retry 1
+/// capped.nextTimeout(afterFailure: true)   // 1.414 s: retry 1 failed, retry 2
+/// capped.nextTimeout(afterFailure: true)   // nil: retry 2 failed too; the syncer stops
+/// ```
+///
 /// Invalid values stop the program with a message naming the value and the valid range:
-/// `min <= .zero`, `max < min`, `multiplier < 1` (or not finite), `period < .zero`. Any valid values
+/// `min <= .zero`, `max < min`, `multiplier < 1` (or not finite), `period < .zero`,
+/// `maxRetries < 0`. Any valid values
 /// work, however extreme: a huge `multiplier` (`1e30`, `.greatestFiniteMagnitude`) jumps to `max`
 /// after the first retry, and no delay ever overflows `Duration`.
 ///
@@ -67,9 +79,14 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     public let multiplier: Double
     /// How retry delays are randomised.
     public let jitter: Jitter
+    /// How many retries in a row may fail before the policy stops answering with a delay; `nil`
+    /// for no limit.
+    public let maxRetries: Int?
 
     /// The retry delay the next failure gets, before jitter.
     public private(set) var nextRetryDelay: Duration
+    /// The retries handed out since the last reset.
+    public private(set) var retryCount = 0
 
     private var generator: AnyRandomNumberGenerator
 
@@ -83,12 +100,15 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     ///   - multiplier: The growth of each retry delay over the previous one; at least 1. √2 by
     ///     default, so the delay doubles every two failures.
     ///   - jitter: How retry delays are randomised; none by default.
+    ///   - maxRetries: How many retries in a row may fail before the policy answers `nil`; `nil`
+    ///     (the default) for no limit. Not negative; `0` never retries.
     public init(
         period: Duration? = nil,
         min: Duration,
         max: Duration,
         multiplier: Double = 2.0.squareRoot(),
-        jitter: Jitter = .none
+        jitter: Jitter = .none,
+        maxRetries: Int? = nil
     ) {
         self.init(
             period: period,
@@ -96,6 +116,7 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
             max: max,
             multiplier: multiplier,
             jitter: jitter,
+            maxRetries: maxRetries,
             random: SystemRandomNumberGenerator()
         )
     }
@@ -117,6 +138,8 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     ///   - max: The largest retry delay; at least `min`.
     ///   - multiplier: The growth of each retry delay over the previous one; at least 1.
     ///   - jitter: How retry delays are randomised.
+    ///   - maxRetries: How many retries in a row may fail before the policy answers `nil`; `nil`
+    ///     for no limit. Not negative.
     ///   - random: The generator jitter draws from; the policy keeps its own copy.
     public init(
         period: Duration? = nil,
@@ -124,6 +147,7 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
         max: Duration,
         multiplier: Double = 2.0.squareRoot(),
         jitter: Jitter = .none,
+        maxRetries: Int? = nil,
         random: some RandomNumberGenerator & Sendable
     ) {
         if let period {
@@ -138,6 +162,13 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
             multiplier.isFinite && multiplier >= 1,
             "BackoffTimeoutPolicy: multiplier must be a finite number >= 1, got \(multiplier)"
         )
+        if let maxRetries {
+            requireValid(
+                maxRetries >= 0,
+                "BackoffTimeoutPolicy: maxRetries must be >= 0 (or nil for no limit), got \(maxRetries)"
+            )
+        }
+        self.maxRetries = maxRetries
         self.period = period
         self.min = min
         self.max = max
@@ -148,17 +179,20 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     }
 
     /// After a failure: the current retry delay (jittered), and the next one grows by
-    /// ``multiplier`` up to ``max``. After a success: resets the backoff and returns ``period``.
+    /// ``multiplier`` up to ``max``; `nil` once ``maxRetries`` retries were handed out since the
+    /// last reset. After a success: resets the backoff and returns ``period``.
     ///
     /// - Parameter afterFailure: Whether the last sync failed.
-    /// - Returns: The retry delay after a failure; ``period`` after a success (`nil` when there is
-    ///   no period or it is `.zero`).
+    /// - Returns: The retry delay after a failure (`nil` when the retries are used up); ``period``
+    ///   after a success (`nil` when there is no period or it is `.zero`).
     public mutating func nextTimeout(afterFailure: Bool) -> Duration? {
         guard afterFailure else {
             reset()
             guard let period, period > .zero else { return nil }
             return period
         }
+        if let maxRetries, retryCount >= maxRetries { return nil }
+        retryCount += 1
         let delay = nextRetryDelay
         nextRetryDelay = grown(delay)
         return jittered(delay)
@@ -182,9 +216,11 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     /// `Duration` limit (about 1.7e20 seconds), so rounding cannot push it over.
     private static let largestMultipliedSeconds = 1e20
 
-    /// Starts the backoff over: the next retry delay is ``min``.
+    /// Starts the backoff over: the next retry delay is ``min``, and ``maxRetries`` more retries
+    /// may be handed out.
     public mutating func reset() {
         nextRetryDelay = min
+        retryCount = 0
     }
 
     private mutating func jittered(_ delay: Duration) -> Duration {

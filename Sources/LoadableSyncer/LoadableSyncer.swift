@@ -1,3 +1,5 @@
+public import Observation
+
 /// Keeps a loadable fresh: retries it with backoff after a failure and refreshes it periodically
 /// after a success.
 ///
@@ -35,13 +37,26 @@
 ///
 /// The syncer holds its loadable **weakly** (a loadable may own its syncer); once the loadable is
 /// gone the syncer does nothing. While the syncer lives, its loadable is in use
-/// (`SyncableLoadable.isInUse`): an `invalidate()` syncs it at once. Releasing the syncer cancels its timer. Where UIKit or AppKit exist,
-/// ``appDidBecomeActive()`` is called on the application's did-become-active notification; elsewhere
-/// call it yourself (from a SwiftUI `scenePhase` change, for example).
+/// (`SyncableLoadable.isInUse`): an `invalidate()` syncs it at once. Releasing the syncer cancels its timer.
+///
+/// The syncer follows an ``ActivityMonitor`` (``ActivityMonitor/system`` unless given another):
+/// - while the app is **inactive** or **offline** its timer pauses (keeping its deadline), and a
+///   failure arms no retry and does not advance the backoff (offline, ``isWaitingForNetwork`` is
+///   `true`);
+/// - when it is active and online again, the backoff and the retry budget start over, and a
+///   failed loadable, a refresh that fell due and a stale loadable (`needsSync`) sync at once;
+///   otherwise the timer goes on for the time it had left.
+///
+/// A running sync is never cancelled by any of this. An error that is ``RetryAfterProviding``
+/// (a server's `Retry-After`) stretches its retry delay to `min(max(backoff, hint),`
+/// ``maxRetryAfter``); jitter applies to the backoff only.
+///
+/// ``nextSyncIn`` and ``isWaitingForNetwork`` are observable (`withObservationTracking`,
+/// SwiftUI): they change when the schedule does, not as time passes.
 ///
 /// Isolated to the main actor.
 @MainActor
-public final class LoadableSyncer {
+public final class LoadableSyncer: Observable {
     /// How a scheduled sync is started.
     ///
     /// ```swift
@@ -74,13 +89,36 @@ public final class LoadableSyncer {
     /// ```
     public var shouldRetry: @MainActor (any Error) -> Bool = { _ in true }
 
+    /// The longest delay a server's hint (an error that is ``RetryAfterProviding``) may ask for; 1
+    /// hour by default. Greater than `.zero`.
+    ///
+    /// With a hint `h` and the policy's backoff `d`, the retry comes after
+    /// `min(max(d, h), maxRetryAfter)`: a hint longer than the backoff wins, a shorter one loses,
+    /// and a huge one is capped here. Without a hint the delay is the backoff. Setting `.zero` or
+    /// less stops the program with a message naming the value.
+    ///
+    /// ```swift
+    /// syncer.maxRetryAfter = .seconds(300)  // "Retry-After: 86400" waits 5 minutes, not a day
+    /// ```
+    public var maxRetryAfter: Duration {
+        get { machine.maxRetryAfter }
+        set {
+            requireValid(newValue > .zero, "LoadableSyncer: maxRetryAfter must be > .zero, got \(newValue)")
+            machine.maxRetryAfter = newValue
+        }
+    }
+
+    /// The monitor the syncer follows to pause and catch up.
+    public let activity: ActivityMonitor
+
     private var machine: SyncerStateMachine
     private let clock: ElapsedClock
     private var observation: LoadableObservation?
     private var timer = ClockTimer()
-    private var activationObserver: AppActivationObserver?
     /// Keeps the loadable in use (without keeping it alive) for as long as the syncer lives.
     private let use: WeakLoadableUse
+    /// The Observation registrar, made by the first read of an observable property.
+    private var observationState: RegistrarBox?
 
     /// Creates a syncer for `loadable` and starts watching it.
     ///
@@ -92,42 +130,77 @@ public final class LoadableSyncer {
     ///   - syncPolicy: Whether a scheduled sync calls `sync()` (the default) or `syncIfNeeded()`.
     ///   - timeoutPolicy: The delays; the syncer keeps its own copy.
     ///   - clock: The clock timers sleep on; a `ManualClock` in tests.
+    ///   - activity: The monitor to follow: ``ActivityMonitor/system`` by default; an
+    ///     `ActivityMonitor()` the test drives in tests.
     public init(
         _ loadable: some SyncableLoadable,
         syncPolicy: SyncPolicy = .sync,
         timeoutPolicy: any TimeoutPolicy,
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = ContinuousClock(),
+        activity: ActivityMonitor = .system
     ) {
         self.loadable = loadable
         self.syncPolicy = syncPolicy
-        self.machine = SyncerStateMachine(policy: timeoutPolicy, syncPolicy: syncPolicy)
+        self.activity = activity
+        self.machine = SyncerStateMachine(
+            policy: timeoutPolicy,
+            syncPolicy: syncPolicy,
+            isPaused: !activity.allowsSyncing,
+            isOffline: activity.isOffline
+        )
         self.clock = ElapsedClock(clock)
         use = WeakLoadableUse(loadable)
         observation = loadable.addObserver { [weak self] _ in
             self?.loadableDidChange()
         }
-        activationObserver = AppActivationObserver { [weak self] in
-            self?.appDidBecomeActive()
-        }
+        activity.addFollower(self)
         loadableDidChange()
     }
 
     /// The time until the next scheduled sync, or `nil` when none is scheduled.
     ///
-    /// `.zero` when the sync is due (or overdue) but has not happened yet.
+    /// `.zero` when the sync is due (or overdue) but has not happened yet, which is the case while
+    /// a paused timer's deadline passes. `nil` after a failure while paused (the catch-up retries
+    /// it), after a failure that may not be retried, and once the retries are used up.
+    ///
+    /// Observable: Observation sees it change when the schedule changes (not as time passes).
     public var nextSyncIn: Duration? {
-        machine.nextSyncIn(now: clock.elapsed)
+        trackAccess(\.nextSyncIn)
+        return machine.nextSyncIn(now: clock.elapsed)
     }
 
-    /// Tells the syncer that the app came back to the foreground.
+    /// Whether the loadable failed, may be retried (``shouldRetry``), and the monitor says the
+    /// network cannot be reached: the retry waits for the network, and happens at once when it is
+    /// back.
     ///
-    /// The backoff starts over, and the loadable is synced at once if its last attempt failed (and
-    /// ``shouldRetry`` allows it) or if a scheduled refresh is overdue. Otherwise nothing changes.
-    /// Called automatically where UIKit (`UIApplication.didBecomeActiveNotification`) or AppKit
-    /// (`NSApplication.didBecomeActiveNotification`) exist.
+    /// Observable: Observation sees it change.
+    ///
+    /// ```swift
+    /// if syncer.isWaitingForNetwork { banner = "Offline: will retry when connected" }
+    /// ```
+    public var isWaitingForNetwork: Bool {
+        trackAccess(\.isWaitingForNetwork)
+        return machine.isWaitingForNetwork
+    }
+
+    /// Catches up as when the app comes back to the foreground, for this syncer alone.
+    ///
+    /// The backoff and the retry budget start over. Unless the monitor pauses the syncer (inactive
+    /// or offline), the loadable is synced at once if its last attempt failed (and ``shouldRetry``
+    /// allows it), if a scheduled refresh is overdue, or if it is stale (`needsSync`). Otherwise
+    /// nothing changes.
+    ///
+    /// The ``activity`` monitor does this for every syncer that follows it when it becomes active;
+    /// call this only for a syncer whose monitor does not know (or in tests).
     public func appDidBecomeActive() {
         guard let loadable else { return }
-        perform(machine.appDidBecomeActive(retryAllowed: retryAllowed(loadable), now: clock.elapsed))
+        perform {
+            machine.appDidBecomeActive(
+                retryAllowed: retryAllowed(loadable),
+                needsSync: loadable.needsSync,
+                now: clock.elapsed
+            )
+        }
     }
 
     deinit {
@@ -139,13 +212,14 @@ public final class LoadableSyncer {
     private func loadableDidChange() {
         // Not a transition: nothing to decide, and `shouldRetry` is not asked again.
         guard let loadable, loadable.loadableState != machine.observedState else { return }
-        perform(
+        perform {
             machine.stateChanged(
                 to: loadable.loadableState,
                 retryAllowed: retryAllowed(loadable),
+                retryAfter: retryAfter(loadable),
                 now: clock.elapsed
             )
-        )
+        }
     }
 
     private func retryAllowed(_ loadable: any SyncableLoadable) -> Bool {
@@ -153,7 +227,21 @@ public final class LoadableSyncer {
         return shouldRetry(loadable.error ?? LoadableError.unspecified)
     }
 
-    private func perform(_ actions: [SyncerStateMachine.Action]) {
+    /// The hint of the loadable's error, when it failed with one.
+    private func retryAfter(_ loadable: any SyncableLoadable) -> Duration? {
+        guard loadable.loadableState == .didFailToSync else { return nil }
+        return (loadable.error as? any RetryAfterProviding)?.retryAfter
+    }
+
+    /// Asks the machine (`decide`), carries out its actions, then tells Observation if what it can
+    /// see changed (only once someone read it: a syncer nobody reads compares nothing).
+    private func perform(_ decide: () -> [SyncerStateMachine.Action]) {
+        let before = observationState == nil ? nil : observableValues
+        carryOut(decide())
+        if let before, observableValues != before { didChangeObservableValues() }
+    }
+
+    private func carryOut(_ actions: [SyncerStateMachine.Action]) {
         for action in actions {
             switch action {
             case .cancelTimer:
@@ -166,10 +254,11 @@ public final class LoadableSyncer {
                     return
                 }
                 if action == .sync { loadable.sync() } else { loadable.syncIfNeeded() }
-                perform(
+                carryOut(
                     machine.syncRequestHandled(
                         state: loadable.loadableState,
                         retryAllowed: retryAllowed(loadable),
+                        retryAfter: retryAfter(loadable),
                         now: clock.elapsed
                     )
                 )
@@ -190,10 +279,68 @@ public final class LoadableSyncer {
 
     private func timerDidFire(_ generation: Int) {
         guard timer.fired(generation) else { return }
-        let actions = machine.timerFired(now: clock.elapsed)
-        // With the loadable gone there is nothing to sync, but the timer is over all the same (so
-        // `nextSyncIn` says nothing is scheduled).
-        guard loadable != nil else { return }
-        perform(actions)
+        perform {
+            let actions = machine.timerFired(now: clock.elapsed)
+            // With the loadable gone there is nothing to sync, but the timer is over all the same
+            // (so `nextSyncIn` says nothing is scheduled).
+            return loadable == nil ? [] : actions
+        }
+    }
+
+    // MARK: - Observation
+
+    /// What Observation can see: the deadline (not the time left, which changes by itself) and
+    /// whether the retry waits for the network.
+    private var observableValues: ObservableValues {
+        ObservableValues(deadline: machine.deadline, isWaitingForNetwork: machine.isWaitingForNetwork)
+    }
+
+    private struct ObservableValues: Equatable {
+        var deadline: Duration?
+        var isWaitingForNetwork: Bool
+    }
+
+    /// Tells Observation that `keyPath` was read; makes the registrar on the first read, so that a
+    /// syncer nobody reads pays nothing for Observation.
+    private func trackAccess<Value>(_ keyPath: KeyPath<LoadableSyncer, Value>) {
+        let state = observationState ?? makeObservationState()
+        state.registrar.access(self, keyPath: keyPath)
+    }
+
+    private func makeObservationState() -> RegistrarBox {
+        let state = RegistrarBox()
+        observationState = state
+        return state
+    }
+
+    /// Tells Observation that both observable properties changed (after the change: a tracked
+    /// `onChange` that reads them sees the new values).
+    private func didChangeObservableValues() {
+        guard let registrar = observationState?.registrar else { return }
+        registrar.willSet(self, keyPath: \.nextSyncIn)
+        registrar.didSet(self, keyPath: \.nextSyncIn)
+        registrar.willSet(self, keyPath: \.isWaitingForNetwork)
+        registrar.didSet(self, keyPath: \.isWaitingForNetwork)
+    }
+}
+
+/// An Observation registrar in a box, so that it can be made on first use and checked cheaply
+/// (`ObservationRegistrar` is a resilient struct: an optional one is copied through runtime calls).
+private final class RegistrarBox {
+    let registrar = ObservationRegistrar()
+}
+
+extension LoadableSyncer: ActivityMonitorFollower {
+    package func activityDidChange() {
+        guard let loadable else { return }
+        perform {
+            machine.activityChanged(
+                paused: !activity.allowsSyncing,
+                offline: activity.isOffline,
+                retryAllowed: retryAllowed(loadable),
+                needsSync: loadable.needsSync,
+                now: clock.elapsed
+            )
+        }
     }
 }

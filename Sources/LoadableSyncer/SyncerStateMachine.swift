@@ -13,8 +13,20 @@
 /// - Timer fired: sync (`sync()` or `syncIfNeeded()` by the sync policy). If that sync did not move
 ///   the loadable (`syncIfNeeded()` found nothing to do), the timer is armed again for the state the
 ///   loadable is in.
-/// - App became active: reset the backoff; sync at once if the last attempt failed (and retrying is
-///   allowed) or a refresh is overdue.
+/// - App became active (``appDidBecomeActive(retryAllowed:needsSync:now:)``, a call of the syncer's
+///   public method): reset the backoff and the retry budget; unless paused, catch up (below).
+/// - Paused (the activity monitor is inactive or offline): the armed timer stops but keeps its
+///   deadline (``nextSyncIn(now:)`` counts down to zero and stays there); a failure arms no retry
+///   and asks the policy nothing (the backoff does not advance); a success records its refresh
+///   deadline without arming a timer. A running sync is never touched.
+/// - Resumed (active and not offline again): reset the backoff and the retry budget, then catch
+///   up: sync at once after a failure that may be retried, or after a success whose refresh fell
+///   due or whose loadable says it needs a sync (stale); otherwise arm the timer again for the time
+///   left. Nothing while a sync runs.
+/// - Retry delays: with a hint `h` from the error (`Retry-After`), the policy's delay `d` becomes
+///   `min(max(d, h), maxRetryAfter)`; without one it is `d`. When the policy answers `nil` after a
+///   failure that may be retried, the retries are used up until the next reset: a reset also comes
+///   from a sync someone else starts while they are used up.
 /// - A zero delay (retry or refresh) means "at once, once": the timer is armed with no delay. But
 ///   when the loadable finishes a sync that a zero-delay timer started and the policy asks for a
 ///   zero delay again (no non-zero delay, outside sync or app activation in between), the delay is
@@ -57,9 +69,10 @@ struct SyncerStateMachine {
     let syncPolicy: LoadableSyncer.SyncPolicy
     /// The state seen in the last transition; `nil` before the first input.
     private(set) var observedState: LoadableState?
-    /// When the armed timer falls due; `nil` when no timer is armed.
+    /// When the next sync falls due; `nil` when none is scheduled. The timer runs for it unless
+    /// paused.
     private(set) var deadline: Duration?
-    /// Why the timer is armed; `nil` when no timer is armed.
+    /// Why the next sync is scheduled; `nil` when none is.
     private(set) var purpose: Purpose?
     /// Set when the machine asked for a sync and has not yet been told what the loadable did.
     private var isAwaitingSyncOutcome = false
@@ -68,13 +81,36 @@ struct SyncerStateMachine {
     /// Set when a zero-delay timer fired, until the next decision for a finished (or idle) state:
     /// a zero delay asked for then is not honoured.
     private var isSyncStartedByZeroDelay = false
+    /// Whether syncing is paused (inactive or offline): no timer runs, a failure arms nothing.
+    private(set) var isPaused: Bool
+    /// Whether the network is known to be unreachable.
+    private(set) var isOffline: Bool
+    /// Whether the last failure may be retried (``shouldRetry``), as decided at its transition.
+    private var isFailureRetryable = false
+    /// Set when the policy answered `nil` for a failure that may be retried; cleared by a reset.
+    private(set) var isOutOfRetries = false
+    /// The longest retry delay a hint may ask for.
+    var maxRetryAfter: Duration = .seconds(3600)
 
-    init(policy: any TimeoutPolicy, syncPolicy: LoadableSyncer.SyncPolicy) {
+    init(
+        policy: any TimeoutPolicy,
+        syncPolicy: LoadableSyncer.SyncPolicy,
+        isPaused: Bool = false,
+        isOffline: Bool = false
+    ) {
         self.policy = policy
         self.syncPolicy = syncPolicy
+        self.isPaused = isPaused
+        self.isOffline = isOffline
     }
 
-    /// The time left until the armed timer falls due (never negative); `nil` when none is armed.
+    /// Whether the loadable failed with an error that may be retried, and the network is known to
+    /// be unreachable: the retry waits for the network.
+    var isWaitingForNetwork: Bool {
+        isOffline && observedState == .didFailToSync && isFailureRetryable
+    }
+
+    /// The time left until the next sync falls due (never negative); `nil` when none is scheduled.
     func nextSyncIn(now: Duration) -> Duration? {
         deadline.map { Swift.max($0 - now, .zero) }
     }
@@ -84,17 +120,25 @@ struct SyncerStateMachine {
     /// - Parameters:
     ///   - state: The loadable's state now.
     ///   - retryAllowed: Whether its error may be retried (asked only when `state` is failed).
+    ///   - retryAfter: The error's hint, if it has one (asked only when `state` is failed).
     ///   - now: The current time.
-    mutating func stateChanged(to state: LoadableState, retryAllowed: Bool, now: Duration) -> [Action] {
+    mutating func stateChanged(
+        to state: LoadableState,
+        retryAllowed: Bool,
+        retryAfter: Duration? = nil,
+        now: Duration
+    ) -> [Action] {
         guard state != observedState else { return [] }
         observedState = state
+        // A sync someone else started after the retries were used up gets a new budget.
+        if state == .syncing, isOutOfRetries, !isAwaitingSyncOutcome { resetPolicy() }
         isAwaitingSyncOutcome = false
-        return arm(for: state, retryAllowed: retryAllowed, now: now)
+        return arm(for: state, retryAllowed: retryAllowed, retryAfter: retryAfter, now: now)
     }
 
     /// The armed timer fired.
     mutating func timerFired(now: Duration) -> [Action] {
-        guard deadline != nil else { return [] }
+        guard deadline != nil, !isPaused else { return [] }
         isSyncStartedByZeroDelay = isArmedWithZeroDelay
         deadline = nil
         purpose = nil
@@ -107,27 +151,80 @@ struct SyncerStateMachine {
     ///
     /// If the loadable moved, this is the transition; if it did not (nothing to sync), the timer is
     /// armed again for the current state so that the syncer does not stall.
-    mutating func syncRequestHandled(state: LoadableState, retryAllowed: Bool, now: Duration) -> [Action] {
+    mutating func syncRequestHandled(
+        state: LoadableState,
+        retryAllowed: Bool,
+        retryAfter: Duration? = nil,
+        now: Duration
+    ) -> [Action] {
         guard isAwaitingSyncOutcome else { return [] }
-        isAwaitingSyncOutcome = false
         if state != observedState {
-            return stateChanged(to: state, retryAllowed: retryAllowed, now: now)
+            return stateChanged(to: state, retryAllowed: retryAllowed, retryAfter: retryAfter, now: now)
         }
+        isAwaitingSyncOutcome = false
         guard deadline == nil else { return [] }
-        return arm(for: state, retryAllowed: retryAllowed, now: now)
+        return arm(for: state, retryAllowed: retryAllowed, retryAfter: retryAfter, now: now)
     }
 
-    /// The app became active: reset the backoff, and sync at once after a failure or when a refresh
-    /// is overdue.
-    mutating func appDidBecomeActive(retryAllowed: Bool, now: Duration) -> [Action] {
-        policy.reset()
+    /// The app became active (a call of ``LoadableSyncer/appDidBecomeActive()``): reset the backoff
+    /// and the retry budget and, unless paused, catch up.
+    ///
+    /// - Parameters:
+    ///   - retryAllowed: Whether the loadable's error may be retried (when it failed).
+    ///   - needsSync: Whether the loadable says it needs a sync (stale contents).
+    ///   - now: The current time.
+    mutating func appDidBecomeActive(retryAllowed: Bool, needsSync: Bool, now: Duration) -> [Action] {
+        resetPolicy()
+        guard !isPaused else { return [] }
+        return catchUp(retryAllowed: retryAllowed, needsSync: needsSync, now: now) ?? []
+    }
+
+    /// The activity monitor changed.
+    ///
+    /// Pausing stops the timer (keeping its deadline); resuming resets the backoff and the retry
+    /// budget, then catches up, or arms the timer again for the time left. A change that neither
+    /// pauses nor resumes (offline while inactive, say) changes only ``isWaitingForNetwork``.
+    ///
+    /// - Parameters:
+    ///   - paused: Whether syncing must pause now (inactive or offline).
+    ///   - offline: Whether the network is known to be unreachable.
+    ///   - retryAllowed: Whether the loadable's error may be retried (when it failed).
+    ///   - needsSync: Whether the loadable says it needs a sync (stale contents).
+    ///   - now: The current time.
+    mutating func activityChanged(
+        paused: Bool,
+        offline: Bool,
+        retryAllowed: Bool,
+        needsSync: Bool,
+        now: Duration
+    ) -> [Action] {
+        isOffline = offline
+        guard paused != isPaused else { return [] }
+        isPaused = paused
+        if paused {
+            // The timer stops; its deadline stays (a retry that falls due meanwhile runs on return).
+            return deadline == nil ? [] : [.cancelTimer]
+        }
+        resetPolicy()
+        // A sync is not started by a zero delay here: its outcome may have one.
+        isSyncStartedByZeroDelay = false
+        if let actions = catchUp(retryAllowed: retryAllowed, needsSync: needsSync, now: now) {
+            return actions
+        }
+        guard let deadline else { return [] }
+        return [.schedule(after: Swift.max(deadline - now, .zero))]
+    }
+
+    /// Syncs at once after a failure that may be retried, or a success whose refresh fell due or
+    /// whose loadable needs a sync; `nil` when there is no reason to (or a sync runs).
+    private mutating func catchUp(retryAllowed: Bool, needsSync: Bool, now: Duration) -> [Action]? {
         switch observedState {
         case .didFailToSync where retryAllowed:
             break
-        case .didSyncSuccessfully where purpose == .refresh && deadline.map { $0 <= now } == true:
+        case .didSyncSuccessfully where needsSync || (purpose == .refresh && deadline.map { $0 <= now } == true):
             break
         case .idle, .syncing, .didFailToSync, .didSyncSuccessfully, nil:
-            return []
+            return nil
         }
         var actions = cancelTimer()
         actions.append(syncAction)
@@ -137,6 +234,12 @@ struct SyncerStateMachine {
         return actions
     }
 
+    /// Starts the backoff over, with a new retry budget.
+    private mutating func resetPolicy() {
+        policy.reset()
+        isOutOfRetries = false
+    }
+
     private var syncAction: Action {
         switch syncPolicy {
         case .sync: .sync
@@ -144,7 +247,13 @@ struct SyncerStateMachine {
         }
     }
 
-    private mutating func arm(for state: LoadableState, retryAllowed: Bool, now: Duration) -> [Action] {
+    private mutating func arm(
+        for state: LoadableState,
+        retryAllowed: Bool,
+        retryAfter: Duration?,
+        now: Duration
+    ) -> [Action] {
+        isFailureRetryable = state == .didFailToSync && retryAllowed
         // A sync is running: the decision waits for its outcome (which keeps a zero-delay mark).
         if state == .syncing { return cancelTimer() }
         // The decision after a sync that a zero delay started may not start another one at once.
@@ -156,9 +265,17 @@ struct SyncerStateMachine {
         case .idle, .syncing:
             return cancelTimer()
         case .didFailToSync:
-            delay = retryAllowed ? nextTimeout(afterFailure: true) : nil
+            // Paused: nothing is armed and the backoff does not advance; the catch-up retries.
+            guard retryAllowed, !isPaused else { return cancelTimer() }
+            guard let backoff = nextTimeout(afterFailure: true) else {
+                isOutOfRetries = true
+                return cancelTimer()
+            }
+            delay = retryAfter.map { Swift.min(Swift.max(backoff, $0), maxRetryAfter) } ?? backoff
             purpose = .retry
         case .didSyncSuccessfully:
+            // A success starts the backoff over (the policy resets itself), with a new budget.
+            isOutOfRetries = false
             delay = nextTimeout(afterFailure: false)
             purpose = .refresh
         }
@@ -179,18 +296,21 @@ struct SyncerStateMachine {
         return delay
     }
 
+    /// Sets the deadline; arms the timer unless paused (then resuming arms it).
     private mutating func schedule(after delay: Duration, purpose: Purpose, now: Duration) -> [Action] {
         deadline = now + delay
         self.purpose = purpose
         isArmedWithZeroDelay = delay == .zero
-        return [.schedule(after: delay)]
+        // While paused no timer runs (pausing cancelled it).
+        return isPaused ? [] : [.schedule(after: delay)]
     }
 
+    /// Clears the deadline; cancels the timer if one runs.
     private mutating func cancelTimer() -> [Action] {
         isArmedWithZeroDelay = false
         guard deadline != nil else { return [] }
         deadline = nil
         purpose = nil
-        return [.cancelTimer]
+        return isPaused ? [] : [.cancelTimer]
     }
 }

@@ -49,7 +49,9 @@ final class Tour {
             timeoutPolicy: BackoffTimeoutPolicy(
                 period: .seconds(10), min: .milliseconds(500), max: .seconds(8), jitter: .full,
                 random: SeededRandomNumberGenerator(seed: options.seed &+ 2)),
-            clock: clock)
+            clock: clock,
+            // Not the system monitor: a replay must not depend on the machine's network.
+            activity: ActivityMonitor())
         api = APIClient(token: token, server: server, clock: clock, timeline: timeline, stats: stats)
         let api = api
         let clock = clock

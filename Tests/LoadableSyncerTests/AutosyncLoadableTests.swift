@@ -1,4 +1,5 @@
 import LoadableSyncer
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -89,5 +90,102 @@ final class CountingAutosync: AutosyncLoadable<Int> {
             }
         }
         #expect(bytes(result?.standardErrorContent ?? [], contain: "autosyncInterval must be > .zero"))
+    }
+
+    // MARK: - Following an activity monitor
+
+    @Test("Inactive for 100 s with a 60 s interval: no tick while inactive, one sync at activation")
+    func pausesWhileInactive() async {
+        let activity = ActivityMonitor()
+        let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock, activity: activity)
+        let observation = loadable.observe { _ in }
+        loadable.setDidSyncSuccessfully(1)
+        await clock.waitForSleepers()
+        activity.isActive = false
+        #expect(clock.pendingSleepCount == 0)
+        #expect(loadable.isAutosyncing)
+        await clock.advance(by: .seconds(100))
+        #expect(loadable.syncs == 1)
+        activity.isActive = true
+        #expect(loadable.syncs == 2)
+        loadable.setDidSyncSuccessfully(2)
+        await clock.waitForSleepers()
+        #expect(clock.requestedSleeps == [.seconds(60), .seconds(60)])
+        await clock.advance(by: .seconds(60))
+        #expect(loadable.syncs == 3)
+        observation.cancel()
+    }
+
+    @Test("A pause shorter than the interval keeps the cadence and syncs only what needs it")
+    func shortPauseKeepsCadence() async {
+        let activity = ActivityMonitor()
+        let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock, activity: activity)
+        let observation = loadable.observe { _ in }
+        loadable.setDidSyncSuccessfully(1)
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(20))
+        activity.connectivity = .offline
+        await clock.advance(by: .seconds(10))
+        activity.connectivity = .online
+        #expect(loadable.syncs == 1)  // fresh: nothing to catch up
+        await clock.waitForSleepers()
+        #expect(clock.requestedSleeps == [.seconds(60), .seconds(30)])
+        await clock.advance(by: .seconds(30))
+        #expect(loadable.syncs == 2)
+        observation.cancel()
+    }
+
+    @Test("A failure while offline waits for the network and syncs when it is back")
+    func failureWaitsForNetwork() async {
+        let activity = ActivityMonitor()
+        let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock, activity: activity)
+        let observation = loadable.observe { _ in }
+        #expect(!loadable.isWaitingForNetwork)
+        activity.connectivity = .offline
+        loadable.setDidFailToSync(TestError())
+        #expect(loadable.isWaitingForNetwork)
+        activity.connectivity = .online
+        #expect(!loadable.isWaitingForNetwork)
+        #expect(loadable.syncs == 2)
+        observation.cancel()
+        activity.connectivity = .offline
+        loadable.setDidFailToSync(TestError())
+        #expect(!loadable.isWaitingForNetwork)  // nobody observes it
+    }
+
+    @Test("A first observer while paused syncs nothing; the catch-up syncs it")
+    func firstObserverWhilePaused() async {
+        let activity = ActivityMonitor(isActive: false)
+        let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock, activity: activity)
+        let observation = loadable.observe { _ in }
+        #expect(loadable.syncs == 0)
+        #expect(loadable.isAutosyncing)
+        #expect(clock.pendingSleepCount == 0)
+        activity.isActive = true
+        #expect(loadable.syncs == 1)
+        await clock.waitForSleepers()
+        #expect(clock.requestedSleeps == [.seconds(60)])
+        observation.cancel()
+        #expect(!loadable.isAutosyncing)
+        activity.isActive = false
+        activity.isActive = true
+        #expect(loadable.syncs == 1)  // unobserved: nothing to catch up
+    }
+
+    @Test("Flapping never starts a second sync while one runs")
+    func flappingWhileSyncing() async {
+        let activity = ActivityMonitor()
+        let loadable = CountingAutosync(autosyncInterval: .seconds(10), clock: clock, activity: activity)
+        let observation = loadable.observe { _ in }
+        await clock.waitForSleepers()
+        activity.isActive = false
+        await clock.advance(by: .seconds(30))
+        for _ in 0..<5 {
+            activity.isActive = true
+            activity.isActive = false
+        }
+        #expect(loadable.syncs == 1)
+        #expect(loadable.loadableState == .syncing)
+        observation.cancel()
     }
 }

@@ -192,4 +192,45 @@ import Testing
         }
         #expect(bytes(result?.standardErrorContent ?? [], contain: "period must be >= .zero"))
     }
+
+    @Test("maxRetries hands out that many retries, then nil, until a reset or a success", arguments: [0, 1, 3])
+    func maxRetries(limit: Int) {
+        var policy = BackoffTimeoutPolicy(period: .seconds(60), min: .seconds(1), max: .seconds(8), maxRetries: limit)
+        #expect(policy.maxRetries == limit)
+        let expected = backoffSequence(min: .seconds(1), max: .seconds(8), count: limit)
+        for _ in 0..<2 {
+            let delays = (0..<limit).map { _ in policy.nextTimeout(afterFailure: true) }
+            #expect(delays == expected.map { Optional($0) })
+            #expect(policy.retryCount == limit)
+            #expect(policy.nextTimeout(afterFailure: true) == nil)
+            #expect(policy.nextTimeout(afterFailure: true) == nil)
+            #expect(policy.retryCount == limit)  // a refused retry is not counted
+            policy.reset()
+            #expect(policy.retryCount == 0)
+        }
+        _ = policy.nextTimeout(afterFailure: true)
+        #expect(policy.nextTimeout(afterFailure: false) == .seconds(60))
+        #expect(policy.retryCount == 0)
+    }
+
+    @Test("Without maxRetries the retries never stop")
+    func noRetryLimit() {
+        var policy = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(2))
+        #expect(policy.maxRetries == nil)
+        #expect((0..<10_000).allSatisfy { _ in policy.nextTimeout(afterFailure: true) != nil })
+        #expect(policy.retryCount == 10_000)
+    }
+
+    @Test("A negative maxRetries stops the program with a message naming maxRetries")
+    func negativeMaxRetriesExits() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(2), maxRetries: -1)
+        }
+        #expect(
+            bytes(
+                result?.standardErrorContent ?? [],
+                contain: "BackoffTimeoutPolicy: maxRetries must be >= 0 (or nil for no limit), got -1"
+            )
+        )
+    }
 }

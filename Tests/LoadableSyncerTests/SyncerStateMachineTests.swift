@@ -346,7 +346,7 @@ struct ScriptedPolicy: TimeoutPolicy {
             case .handled(let state):
                 actions = machine.syncRequestHandled(state: state, retryAllowed: true, now: step.at)
             case .active(let retry):
-                actions = machine.appDidBecomeActive(retryAllowed: retry, now: step.at)
+                actions = machine.appDidBecomeActive(retryAllowed: retry, needsSync: false, now: step.at)
             }
             #expect(actions == step.expected, "step \(index) (\(step.input)) at \(step.at)")
         }

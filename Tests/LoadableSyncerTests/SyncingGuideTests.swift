@@ -1,3 +1,4 @@
+import Foundation
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
@@ -25,6 +26,32 @@ final class Session {
     }
 
     func start() { profile.sync() }  // the first sync is ours; the syncer keeps it fresh
+}
+
+// MARK: - Retry-After and the activity monitor (guide types)
+
+struct ServerBusy: RetryAfterProviding {
+    var retryAfter: Duration?
+}
+
+func check(status: Int, retryAfterHeader: String?, now: Date) throws {
+    guard status == 429 || status == 503 else { return }
+    throw ServerBusy(retryAfter: retryAfterHeader.flatMap { RetryAfter.parse($0, now: now) })
+}
+
+@MainActor
+final class UpstreamHealth {
+    let activity: ActivityMonitor
+
+    init(activity: ActivityMonitor = .system) { self.activity = activity }
+
+    /// Called after each health check of the upstream API, however they are scheduled.
+    func healthCheckFinished(reachable: Bool) {
+        activity.connectivity = reachable ? .online : .offline
+    }
+
+    /// Called when the service starts draining: nothing syncs any more.
+    func draining() { activity.isActive = false }
 }
 
 // MARK: - The access-token recipe (guide types)
@@ -271,5 +298,100 @@ struct URLSessionTransport: Transport {
         #expect(printed == ["…", "sunny 1", "sunny 1", "sunny 2"])
         await clock.advance(by: .seconds(600))
         #expect(forecasts == 2)
+    }
+
+    @Test("Retry budget sample: two retries, then nil, then a reset")
+    func retryBudgetSample() {
+        var capped = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(8), maxRetries: 2)
+        let first = capped.nextTimeout(afterFailure: true)  // 1 s: the first attempt failed
+        let second = capped.nextTimeout(afterFailure: true)  // 1.414 s: retry 1 failed
+        let third = capped.nextTimeout(afterFailure: true)  // nil: retry 2 failed too
+        capped.reset()  // what the syncer does on a catch-up or a manual sync
+        let again = capped.nextTimeout(afterFailure: true)  // 1 s
+
+        #expect(first == .seconds(1))
+        #expect(second == .seconds(1) * 2.0.squareRoot())
+        #expect(third == nil)
+        #expect(again == .seconds(1))
+    }
+
+    @Test("Retry-After sample: a 429 with a header becomes a hinted error the syncer waits for")
+    func retryAfterSample() async {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(throws: Never.self) { try check(status: 200, retryAfterHeader: "120", now: now) }
+        for (header, expected) in [
+            ("120", Duration.seconds(120)), ("Sun, 06 Nov 1994 08:50:37 GMT", .seconds(60)), ("soon", nil),
+        ] as [(String, Duration?)] {
+            #expect(
+                performing: { try check(status: 429, retryAfterHeader: header, now: now) },
+                throws: { error in
+                    (error as? ServerBusy)?.retryAfter == expected
+                })
+        }
+
+        let clock = ManualClock()
+        let feed = TestLoadable<Int>()
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(15)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+        feed.sync()
+        feed.setDidFailToSync(ServerBusy(retryAfter: .seconds(120)))
+        await clock.waitForSleepers()
+        #expect(clock.requestedSleeps == [.seconds(120)])
+        #expect(syncer.nextSyncIn == .seconds(120))
+    }
+
+    @Test("Health check sample: the service's checks pause and resume a syncer")
+    func healthCheckSample() async {
+        let clock = ManualClock()
+        let health = UpstreamHealth(activity: ActivityMonitor())
+        let feed = TestLoadable<Int>()
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(15)),
+            clock: clock,
+            activity: health.activity
+        )
+        health.healthCheckFinished(reachable: false)
+        feed.sync()
+        feed.setDidFailToSync(nil)
+        #expect(syncer.isWaitingForNetwork)
+        health.healthCheckFinished(reachable: true)
+        #expect(feed.syncCount == 2)
+        health.draining()
+        feed.setDidFailToSync(nil)
+        #expect(syncer.nextSyncIn == nil)
+        #expect(!syncer.isWaitingForNetwork)
+        #expect(UpstreamHealth().activity === ActivityMonitor.system)
+    }
+
+    @Test("Monitor testing sample: pausing, catching up and waiting for the network on a ManualClock")
+    func monitorTestingSample() async {
+        let clock = ManualClock()
+        let activity = ActivityMonitor()
+        let feed = TestLoadable<[String]>()
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(period: .seconds(60), min: .seconds(1), max: .seconds(4)),
+            clock: clock,
+            activity: activity
+        )
+        feed.sync()
+        feed.setDidSyncSuccessfully(["news"])  // refresh in 60 s
+        await clock.waitForSleepers()
+        activity.isActive = false  // the app goes to the background: the timer stops
+        await clock.advance(by: .seconds(100))  // nothing syncs
+        activity.isActive = true  // the refresh fell due: it runs now
+        #expect(feed.syncCount == 2)
+
+        activity.connectivity = .offline
+        feed.setDidFailToSync(nil)  // no retry armed
+        #expect(syncer.isWaitingForNetwork)
+        activity.connectivity = .online  // one sync at once, backoff at its minimum
+        #expect(feed.syncCount == 3)
+        #expect(clock.requestedSleeps == [.seconds(60)])
     }
 }

@@ -1,6 +1,7 @@
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
+import Observation
 import Testing
 
 /// Model-based randomized tests: random operation sequences run against a `LoadableWaiter` (or a
@@ -28,6 +29,8 @@ struct WaiterModelTests {
         var state = LoadableState.idle
         var isContentsAvailable = false
         var errorCode: Int?
+        /// The error's `Retry-After` hint (a ``HintedModelError``), if it has one.
+        var retryAfter: Duration?
         var syncCount = 0
         var syncIfNeededCount = 0
 
@@ -36,7 +39,8 @@ struct WaiterModelTests {
         @MainActor init(_ target: Target) {
             state = target.loadableState
             isContentsAvailable = target.isContentsAvailable
-            errorCode = (target.error as? TestError)?.code
+            errorCode = (target.error as? TestError)?.code ?? (target.error as? HintedModelError)?.code
+            retryAfter = (target.error as? any RetryAfterProviding)?.retryAfter
             syncCount = target.syncCount
             syncIfNeededCount = target.syncIfNeededCount
         }
@@ -50,25 +54,48 @@ struct WaiterModelTests {
         }
 
         var description: String {
-            "\(state), available: \(isContentsAvailable), error: \(errorCode.map(String.init) ?? "-"), "
+            "\(state), available: \(isContentsAvailable), error: \(errorCode.map(String.init) ?? "-")"
+                + "\(retryAfter.map { " (retry after \($0))" } ?? ""), "
                 + "sync: \(syncCount), syncIfNeeded: \(syncIfNeededCount)"
         }
     }
 
+    /// A test error with a server's `Retry-After` hint (`nil`: the server said nothing).
+    struct HintedModelError: RetryAfterProviding, Equatable {
+        var code: Int
+        var retryAfter: Duration?
+    }
+
     // MARK: - The syncer
 
-    /// A `LoadableSyncer` with a `BackoffTimeoutPolicy` without jitter, as `Docs/Syncing.md`
-    /// describes it: it acts on transitions only; to failed it schedules a retry after the next
-    /// backoff delay (`min, min·√2, …` capped at `max`) if the error may be retried; to succeeded
-    /// it schedules a refresh after `period` (none without one) and the backoff starts over; to
-    /// idle or syncing it cancels its timer.
+    /// A `LoadableSyncer` with a `BackoffTimeoutPolicy` without jitter, as `Docs/Syncing.md` and
+    /// the issue 16 rules describe it: it acts on transitions only; to failed it schedules a retry
+    /// after the next backoff delay (`min, min·√2, …` capped at `max`; stretched to a `Retry-After`
+    /// hint, capped at `maxRetryAfter`) if the error may be retried, unless `maxRetries` retries
+    /// were handed out since the last reset (then it is out of retries); to succeeded it schedules
+    /// a refresh after `period` (none without one) and the backoff and the retry budget start
+    /// over; to idle or syncing it cancels its timer. While paused (`isRunning` false) a failure
+    /// schedules nothing and asks the policy nothing, a success records its deadline, and no timer
+    /// runs. The waiter's internal syncer uses it with the defaults (running, no retry limit).
     struct SyncerModel {
         enum Purpose { case retry, refresh }
 
         let period: Duration?
         let min: Duration
         let max: Duration
+        /// How many retries in a row the policy hands out; `nil` for no limit.
+        var maxRetries: Int?
+        /// The longest delay a hint may ask for.
+        var maxRetryAfter = Duration.seconds(3600)
         var nextRetryDelay: Duration
+        /// The retries handed out since the last reset.
+        var retryCount = 0
+        /// The policy answered `nil` to a failure that may be retried; cleared by a reset.
+        var isOutOfRetries = false
+        /// Whether the monitor lets the syncer sync (active and not offline).
+        var isRunning = true
+        /// Whether `shouldRetry` accepted the error at the last transition (to failed).
+        var isFailureRetryable = false
         var observed: LoadableState?
         var deadline: Duration?
         var purpose: Purpose?
@@ -80,34 +107,67 @@ struct WaiterModelTests {
             nextRetryDelay = min
         }
 
-        /// The loadable notified in `state`; returns the delay of the timer armed, if one was.
-        mutating func notified(in state: LoadableState, retryAllowed: Bool, now: Duration) -> Duration? {
-            guard state != observed else { return nil }
-            observed = state
-            return arm(for: state, retryAllowed: retryAllowed, now: now)
+        /// The backoff starts over, with a new retry budget.
+        mutating func resetPolicy() {
+            nextRetryDelay = min
+            retryCount = 0
+            isOutOfRetries = false
         }
 
-        /// Arms the timer for `state` (or cancels it); returns the delay of the timer armed.
-        mutating func arm(for state: LoadableState, retryAllowed: Bool, now: Duration) -> Duration? {
+        /// The loadable notified in `state`; returns the delay of the timer armed, if one was.
+        ///
+        /// `startedBySyncer` tells a sync the syncer started (a timer, a catch-up) from one someone
+        /// else started: only the latter resets the policy when the retries are used up.
+        mutating func notified(
+            in state: LoadableState,
+            retryAllowed: Bool,
+            hint: Duration? = nil,
+            startedBySyncer: Bool = false,
+            now: Duration
+        ) -> Duration? {
+            guard state != observed else { return nil }
+            observed = state
+            isFailureRetryable = state == .didFailToSync && retryAllowed
+            if state == .syncing, isOutOfRetries, !startedBySyncer { resetPolicy() }
+            return arm(for: state, retryAllowed: retryAllowed, hint: hint, now: now)
+        }
+
+        /// Arms the timer for `state` (or cancels it); returns the delay of the timer armed (`nil`
+        /// while paused: the deadline is recorded but no timer runs).
+        mutating func arm(
+            for state: LoadableState,
+            retryAllowed: Bool,
+            hint: Duration? = nil,
+            now: Duration
+        ) -> Duration? {
             deadline = nil
             purpose = nil
             switch state {
             case .idle, .syncing:
                 return nil
             case .didFailToSync:
-                guard retryAllowed else { return nil }
-                let delay = nextRetryDelay
-                nextRetryDelay = Swift.min(delay * 2.0.squareRoot(), max)
-                deadline = now + delay
-                purpose = .retry
-                return delay
+                guard retryAllowed, isRunning else { return nil }
+                if let maxRetries, retryCount >= maxRetries {
+                    isOutOfRetries = true
+                    return nil
+                }
+                retryCount += 1
+                let backoff = nextRetryDelay
+                nextRetryDelay = Swift.min(backoff * 2.0.squareRoot(), max)
+                let delay = hint.map { Swift.min(Swift.max(backoff, $0), maxRetryAfter) } ?? backoff
+                return schedule(after: delay, for: .retry, now: now)
             case .didSyncSuccessfully:
-                nextRetryDelay = min
+                resetPolicy()
                 guard let period, period > .zero else { return nil }
-                deadline = now + period
-                purpose = .refresh
-                return period
+                return schedule(after: period, for: .refresh, now: now)
             }
+        }
+
+        /// Records the deadline; returns the delay of the timer armed, `nil` while paused.
+        mutating func schedule(after delay: Duration, for purpose: Purpose, now: Duration) -> Duration? {
+            deadline = now + delay
+            self.purpose = purpose
+            return isRunning ? delay : nil
         }
 
         /// The time left until the timer falls due.
@@ -703,16 +763,27 @@ struct WaiterModelTests {
         var period: Duration?
         var max: Duration
         var syncPolicy: LoadableSyncer.SyncPolicy
+        /// The policy's `maxRetries`.
+        var maxRetries: Int?
+        /// The syncer's `maxRetryAfter` (set only when it is not the default, 1 hour).
+        var maxRetryAfter: Duration
+        /// The monitor's state when the syncer is made.
+        var isActive: Bool
+        var connectivity: NetworkConnectivity
 
         var description: String {
-            "period: \(period.map { "\($0)" } ?? "nil"), min: 1 s, max: \(max), syncPolicy: \(syncPolicy)"
+            "period: \(period.map { "\($0)" } ?? "nil"), min: 1 s, max: \(max), syncPolicy: \(syncPolicy), "
+                + "maxRetries: \(maxRetries.map(String.init) ?? "nil"), maxRetryAfter: \(maxRetryAfter), "
+                + "isActive: \(isActive), connectivity: \(connectivity)"
         }
     }
 
     enum SyncerOperation: Equatable, CustomStringConvertible {
         case succeed
-        /// Fails with `TestError(code:)`, or no error; code 404 is not retried.
-        case fail(Int?)
+        /// Fails with no error (`nil`), a `TestError(code: 1)` (not `RetryAfterProviding`), or a
+        /// ``HintedModelError`` with the code and the hint (codes 404 and 503); code 404 is not
+        /// retried.
+        case fail(Int?, hint: Duration?)
         case setSyncing
         case setIdle
         case sync
@@ -720,14 +791,19 @@ struct WaiterModelTests {
         /// Sets `isContentsAvailable` without notifying (decides what `syncIfNeeded()` does).
         case setContentsAvailable(Bool)
         case advance(Duration)
-        /// Advances exactly to the scheduled sync (or by 1 s when none is scheduled).
+        /// Advances exactly to the scheduled sync if it lies ahead (or by 1 s otherwise).
         case advanceToNextSync
         case appDidBecomeActive
+        /// Sets the monitor's `isActive`.
+        case setActive(Bool)
+        /// Sets the monitor's `connectivity`.
+        case setConnectivity(NetworkConnectivity)
 
         var description: String {
             switch self {
             case .succeed: "succeed"
-            case .fail(let code): "fail(\(code.map(String.init) ?? "nil"))"
+            case .fail(let code, let hint):
+                "fail(\(code.map(String.init) ?? "nil")\(hint.map { ", hint: \($0)" } ?? ""))"
             case .setSyncing: "setSyncing"
             case .setIdle: "setIdle"
             case .sync: "sync"
@@ -736,34 +812,79 @@ struct WaiterModelTests {
             case .advance(let duration): "advance(\(duration))"
             case .advanceToNextSync: "advanceToNextSync"
             case .appDidBecomeActive: "appDidBecomeActive"
+            case .setActive(let active): "setActive(\(active))"
+            case .setConnectivity(let connectivity): "setConnectivity(\(connectivity))"
             }
+        }
+
+        /// The error the target fails with.
+        var error: (any Error)? {
+            guard case .fail(let code, let hint) = self, let code else { return nil }
+            return code == 1 ? TestError(code: code) : HintedModelError(code: code, retryAfter: hint)
         }
     }
 
-    /// A target and its syncer (`shouldRetry` refuses code 404). Nothing is scheduled while idle or
-    /// syncing; repeated notifications in one state change nothing; a timer that falls due syncs
-    /// (`sync()` or `syncIfNeeded()`), and is armed again for the current state if that synced
-    /// nothing; `appDidBecomeActive()` resets the backoff and syncs at once after a retryable
-    /// failure.
+    /// A target, its syncer (`shouldRetry` refuses code 404) and the activity monitor it follows,
+    /// written from the issue 16 rules (`syncer-rules.md`) on top of `Docs/Syncing.md`:
+    /// - Nothing is scheduled while idle or syncing; repeated notifications in one state change
+    ///   nothing; a timer that falls due syncs (`sync()` or `syncIfNeeded()`), and is armed again
+    ///   for the current state if that synced nothing.
+    /// - The syncer *runs* while the monitor is active and not offline (`unknown` counts as
+    ///   online). Timers fire only while it runs. Pausing cancels the timer but keeps its deadline
+    ///   (`nextSyncIn` counts down to zero); a failure while paused schedules nothing and asks the
+    ///   policy nothing; a success while paused records its deadline (and resets the policy).
+    /// - Resuming resets the policy (backoff at `min`, new retry budget), then, unless syncing:
+    ///   syncs at once a failure that may be retried, or a success whose refresh fell due or whose
+    ///   target `needsSync`; otherwise arms the timer for the time left.
+    /// - `appDidBecomeActive()` resets the policy and, while running, does the same catch-up
+    ///   (without arming for the time left).
+    /// - A hint `h` makes the retry delay `min(max(backoff, h), maxRetryAfter)`. With
+    ///   `maxRetries`, the failure after that many retries schedules nothing (out of retries) until
+    ///   a reset: resume, `appDidBecomeActive()`, a success, or a sync someone else starts then.
+    /// - `isWaitingForNetwork`: offline, failed, and the failure was retryable at its transition.
     struct ScheduleModel {
         let syncPolicy: LoadableSyncer.SyncPolicy
         var target = TargetModel()
         var syncer: SyncerModel
+        var isActive: Bool
+        var connectivity: NetworkConnectivity
         var now = Duration.zero
         var requestedSleeps: [Duration] = []
+        /// Set while the syncer's own sync (timer, catch-up) runs.
+        var isSyncerSyncing = false
 
         init(_ configuration: SyncerConfiguration) {
             syncPolicy = configuration.syncPolicy
             syncer = SyncerModel(period: configuration.period, min: .seconds(1), max: configuration.max)
+            syncer.maxRetries = configuration.maxRetries
+            syncer.maxRetryAfter = configuration.maxRetryAfter
+            isActive = configuration.isActive
+            connectivity = configuration.connectivity
+            syncer.isRunning = isRunning
             notify()
         }
 
+        var isRunning: Bool { isActive && connectivity != .offline }
+
         var retryAllowed: Bool { target.state != .didFailToSync || target.errorCode != 404 }
+
+        /// The hint of the target's error, when it failed.
+        var hint: Duration? { target.state == .didFailToSync ? target.retryAfter : nil }
+
+        var isWaitingForNetwork: Bool {
+            connectivity == .offline && syncer.observed == .didFailToSync && syncer.isFailureRetryable
+        }
+
+        /// While paused the deadline stays but no timer sleeps.
+        var pendingSleepCount: Int { isRunning && syncer.deadline != nil ? 1 : 0 }
+
+        /// What Observation sees of the syncer: its deadline and `isWaitingForNetwork`.
+        var observableValues: [String] { ["\(syncer.deadline.map { "\($0)" } ?? "nil")", "\(isWaitingForNetwork)"] }
 
         func advanceEnd(for operation: SyncerOperation) -> Duration? {
             switch operation {
             case .advance(let duration): now + duration
-            case .advanceToNextSync: syncer.deadline ?? now + .seconds(1)
+            case .advanceToNextSync: syncer.deadline.flatMap { $0 > now ? $0 : nil } ?? now + .seconds(1)
             default: nil
             }
         }
@@ -773,10 +894,12 @@ struct WaiterModelTests {
             case .succeed:
                 target.isContentsAvailable = true
                 target.errorCode = nil
+                target.retryAfter = nil
                 target.state = .didSyncSuccessfully
                 notify()
-            case .fail(let code):
+            case .fail(let code, let hint):
                 target.errorCode = code
+                target.retryAfter = code == nil || code == 1 ? nil : hint
                 target.state = .didFailToSync
                 notify()
             case .setSyncing:
@@ -790,28 +913,67 @@ struct WaiterModelTests {
             case .setContentsAvailable(let available): target.isContentsAvailable = available
             case .advance, .advanceToNextSync:
                 let end = advanceEnd(for: operation)!
-                while let deadline = syncer.deadline, deadline <= end {
-                    now = deadline
-                    syncer.deadline = nil
-                    syncer.purpose = nil
-                    syncAndRearm()
-                }
+                fireTimers(until: end)
                 now = Swift.max(now, end)
             case .appDidBecomeActive:
-                syncer.nextRetryDelay = syncer.min
-                switch syncer.observed {
-                case .didFailToSync where retryAllowed: break
-                case .didSyncSuccessfully where syncer.purpose == .refresh && syncer.deadline! <= now: break
-                default: return
-                }
+                syncer.resetPolicy()
+                guard isRunning else { return }
+                _ = catchUp()
+            case .setActive(let active):
+                setMonitor(isActive: active, connectivity: connectivity)
+            case .setConnectivity(let connectivity):
+                setMonitor(isActive: isActive, connectivity: connectivity)
+            }
+        }
+
+        /// Timers fire only while running, in deadline order.
+        mutating func fireTimers(until end: Duration) {
+            while isRunning, let deadline = syncer.deadline, deadline <= end {
+                now = Swift.max(now, deadline)
                 syncer.deadline = nil
                 syncer.purpose = nil
                 syncAndRearm()
             }
         }
 
+        /// A change of the monitor: pausing stops the timer (the deadline stays); resuming resets
+        /// the policy, then catches up or arms the timer for the time left; any other change only
+        /// changes `isWaitingForNetwork`.
+        mutating func setMonitor(isActive: Bool, connectivity: NetworkConnectivity) {
+            let wasRunning = isRunning
+            self.isActive = isActive
+            self.connectivity = connectivity
+            syncer.isRunning = isRunning
+            guard !wasRunning, isRunning else { return }
+            syncer.resetPolicy()
+            guard target.state != .syncing, !catchUp(), let deadline = syncer.deadline else { return }
+            requestedSleeps.append(Swift.max(deadline - now, .zero))
+            // A deadline that passed while paused: the timer fires at once.
+            fireTimers(until: now)
+        }
+
+        /// Syncs at once after a failure that may be retried, or a success whose refresh fell due
+        /// or whose target needs a sync; returns whether it did.
+        mutating func catchUp() -> Bool {
+            switch target.state {
+            case .didFailToSync where retryAllowed: break
+            case .didSyncSuccessfully where target.needsSync || syncer.deadline.map { $0 <= now } == true: break
+            default: return false
+            }
+            syncer.deadline = nil
+            syncer.purpose = nil
+            syncAndRearm()
+            return true
+        }
+
         mutating func notify() {
-            if let delay = syncer.notified(in: target.state, retryAllowed: retryAllowed, now: now) {
+            if let delay = syncer.notified(
+                in: target.state,
+                retryAllowed: retryAllowed,
+                hint: hint,
+                startedBySyncer: isSyncerSyncing,
+                now: now
+            ) {
                 requestedSleeps.append(delay)
             }
         }
@@ -820,6 +982,7 @@ struct WaiterModelTests {
             target.syncCount += 1
             guard target.state != .syncing else { return }
             target.errorCode = nil
+            target.retryAfter = nil
             target.state = .syncing
             notify()
         }
@@ -827,6 +990,7 @@ struct WaiterModelTests {
         /// The syncer's sync; if it moved nothing, the timer is armed again for the current state.
         mutating func syncAndRearm() {
             let before = target.state
+            isSyncerSyncing = true
             switch syncPolicy {
             case .sync:
                 sync()
@@ -834,9 +998,24 @@ struct WaiterModelTests {
                 target.syncIfNeededCount += 1
                 if target.needsSync { sync() }
             }
+            isSyncerSyncing = false
             guard target.state == before, syncer.deadline == nil else { return }
-            if let delay = syncer.arm(for: target.state, retryAllowed: retryAllowed, now: now) {
+            if let delay = syncer.arm(for: target.state, retryAllowed: retryAllowed, hint: hint, now: now) {
                 requestedSleeps.append(delay)
+            }
+        }
+    }
+
+    /// Whether Observation told of a change, set by a tracked `onChange`.
+    @MainActor final class ObservationFlag {
+        var fired = false
+
+        func track(_ syncer: LoadableSyncer) {
+            withObservationTracking {
+                _ = syncer.nextSyncIn
+                _ = syncer.isWaitingForNetwork
+            } onChange: { [self] in
+                MainActor.assumeIsolated { fired = true }
             }
         }
     }
@@ -847,20 +1026,33 @@ struct WaiterModelTests {
     ) async -> String? {
         let clock = ManualClock()
         let target = Target()
+        let monitor = ActivityMonitor(isActive: configuration.isActive, connectivity: configuration.connectivity)
         let syncer = LoadableSyncer(
             target,
             syncPolicy: configuration.syncPolicy,
-            timeoutPolicy: BackoffTimeoutPolicy(period: configuration.period, min: .seconds(1), max: configuration.max),
-            clock: clock
+            timeoutPolicy: BackoffTimeoutPolicy(
+                period: configuration.period,
+                min: .seconds(1),
+                max: configuration.max,
+                maxRetries: configuration.maxRetries
+            ),
+            clock: clock,
+            activity: monitor
         )
-        syncer.shouldRetry = { ($0 as? TestError)?.code != 404 }
+        syncer.shouldRetry = { error in
+            (error as? TestError)?.code != 404 && (error as? HintedModelError)?.code != 404
+        }
+        if configuration.maxRetryAfter != .seconds(3600) { syncer.maxRetryAfter = configuration.maxRetryAfter }
         var model = ScheduleModel(configuration)
         for (step, operation) in operations.enumerated() {
             let end = model.advanceEnd(for: operation)
+            let observedBefore = model.observableValues
+            let observation = ObservationFlag()
+            observation.track(syncer)
             model.apply(operation)
             switch operation {
             case .succeed: target.setDidSyncSuccessfully()
-            case .fail(let code): target.setDidFailToSync(code.map { TestError(code: $0) })
+            case .fail: target.setDidFailToSync(operation.error)
             case .setSyncing: target.setSyncing()
             case .setIdle: target.setIdle()
             case .sync: target.sync()
@@ -868,17 +1060,28 @@ struct WaiterModelTests {
             case .setContentsAvailable(let available): target.isContentsAvailable = available
             case .advance, .advanceToNextSync: await clock.advance(to: ManualClock.Instant(offset: end!))
             case .appDidBecomeActive: syncer.appDidBecomeActive()
+            case .setActive(let active): monitor.isActive = active
+            case .setConnectivity(let connectivity): monitor.connectivity = connectivity
             }
-            let expectedSleeps = model.syncer.deadline == nil ? 0 : 1
-            await settle { clock.pendingSleepCount == expectedSleeps }
+            let expectedSleeps = model.pendingSleepCount
+            let modelNextSyncIn = model.syncer.nextSyncIn(now: model.now)
+            // A timer armed with no time left (a deadline that passed while paused) fires without
+            // the clock moving: wait for it too.
+            await settle {
+                clock.pendingSleepCount == expectedSleeps && clock.requestedSleeps == model.requestedSleeps
+                    && syncer.nextSyncIn == modelNextSyncIn && TargetModel(target) == model.target
+            }
             await Task.yield()
             await Task.detached {}.value
+            let expectsChange = model.observableValues != observedBefore
             let failure: String? =
                 if clock.requestedSleeps != model.requestedSleeps {
                     "requested sleeps \(clock.requestedSleeps), model: \(model.requestedSleeps)"
-                } else if syncer.nextSyncIn != model.syncer.nextSyncIn(now: model.now) {
+                } else if syncer.nextSyncIn != modelNextSyncIn {
                     "nextSyncIn \(syncer.nextSyncIn.map { "\($0)" } ?? "nil"), "
-                        + "model: \(model.syncer.nextSyncIn(now: model.now).map { "\($0)" } ?? "nil")"
+                        + "model: \(modelNextSyncIn.map { "\($0)" } ?? "nil")"
+                } else if syncer.isWaitingForNetwork != model.isWaitingForNetwork {
+                    "isWaitingForNetwork \(syncer.isWaitingForNetwork), model: \(model.isWaitingForNetwork)"
                 } else if TargetModel(target) != model.target {
                     "target: \(TargetModel(target)), model: \(model.target)"
                 } else if clock.pendingSleepCount != expectedSleeps {
@@ -889,6 +1092,9 @@ struct WaiterModelTests {
                     syncer.nextSyncIn != nil
                 {
                     "a sync is scheduled while \(target.loadableState)"
+                } else if observation.fired != expectsChange {
+                    "Observation \(observation.fired ? "told of a change" : "was not told"), model: "
+                        + "\(observedBefore) -> \(model.observableValues)"
                 } else {
                     nil
                 }
@@ -899,29 +1105,87 @@ struct WaiterModelTests {
     }
 
     static func randomSyncerConfiguration(_ random: inout SeededRandomNumberGenerator) -> SyncerConfiguration {
-        SyncerConfiguration(
-            period: [nil, .seconds(5), .seconds(30)].randomElement(using: &random)!,
-            max: [.seconds(4), .seconds(15)].randomElement(using: &random)!,
-            syncPolicy: LoadableSyncer.SyncPolicy.allCases.randomElement(using: &random)!
+        let period: Duration? = [nil, .seconds(5), .seconds(30)].randomElement(using: &random)!
+        let max: Duration = [.seconds(4), .seconds(15)].randomElement(using: &random)!
+        let syncPolicy = LoadableSyncer.SyncPolicy.allCases.randomElement(using: &random)!
+        let maxRetries: Int? = [nil, 0, 2, 3].randomElement(using: &random)!
+        let maxRetryAfter: Duration = Bool.random(using: &random) ? .seconds(3600) : .seconds(10)
+        // Usually active and online; sometimes paused (or online but not known to be) from the start.
+        let (isActive, connectivity): (Bool, NetworkConnectivity) =
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<6: (true, .online)
+            case 6: (true, .unknown)
+            case 7: (false, .online)
+            case 8: (true, .offline)
+            default: (false, .offline)
+            }
+        return SyncerConfiguration(
+            period: period,
+            max: max,
+            syncPolicy: syncPolicy,
+            maxRetries: maxRetries,
+            maxRetryAfter: maxRetryAfter,
+            isActive: isActive,
+            connectivity: connectivity
         )
     }
 
-    static func randomSyncerOperation(_ random: inout SeededRandomNumberGenerator) -> SyncerOperation {
-        switch Int.random(in: 0..<16, using: &random) {
-        case 0, 1: .succeed
-        case 2..<5: .fail([nil, 1, 404].randomElement(using: &random)!)
-        case 5: .setSyncing
-        case 6: .setIdle
-        case 7: .sync
-        case 8: .notify
-        case 9: .setContentsAvailable(Bool.random(using: &random))
-        case 10, 11:
-            .advance(
-                [.milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(30)].randomElement(using: &random)!
+    static func randomSyncerFailure(_ random: inout SeededRandomNumberGenerator) -> SyncerOperation {
+        switch [nil, 1, 404, 503].randomElement(using: &random)! {
+        case let code? where code != 1:
+            .fail(
+                code,
+                hint: [nil, .milliseconds(500), .seconds(3), .seconds(20), .seconds(100_000)]
+                    .randomElement(using: &random)!
             )
-        case 12, 13: .advanceToNextSync
-        default: .appDidBecomeActive
+        case let code: .fail(code, hint: nil)
         }
+    }
+
+    /// One operation; or a failure and an advance to its retry (so that retry budgets get used
+    /// up); or a pause (inactive or offline), a few operations, and the change back.
+    static func randomSyncerOperation(
+        _ random: inout SeededRandomNumberGenerator,
+        pausing: Bool = true
+    ) -> [SyncerOperation] {
+        switch Int.random(in: 0..<(pausing ? 23 : 21), using: &random) {
+        case 0, 1: [.succeed]
+        case 2..<6: [randomSyncerFailure(&random)]
+        case 6: [.setSyncing]
+        case 7: [.setIdle]
+        case 8: [.sync]
+        case 9: [.notify]
+        case 10: [.setContentsAvailable(Bool.random(using: &random))]
+        case 11, 12:
+            [
+                .advance(
+                    [.milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(30)]
+                        .randomElement(using: &random)!
+                )
+            ]
+        case 13..<16: [.advanceToNextSync]
+        case 16: [.appDidBecomeActive]
+        case 17, 18: [randomSyncerFailure(&random), .advanceToNextSync]
+        case 19: [.setActive(Int.random(in: 0..<3, using: &random) > 0)]
+        case 20: [.setConnectivity(NetworkConnectivity.allCases.randomElement(using: &random)!)]
+        default:
+            randomPause(&random)
+        }
+    }
+
+    /// A pause, one to four operations (no pauses among them), and the change back.
+    static func randomPause(_ random: inout SeededRandomNumberGenerator) -> [SyncerOperation] {
+        let (pause, resume): (SyncerOperation, SyncerOperation) =
+            if Bool.random(using: &random) {
+                (.setActive(false), .setActive(true))
+            } else {
+                (.setConnectivity(.offline), .setConnectivity(Bool.random(using: &random) ? .online : .unknown))
+            }
+        var operations = [pause]
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            operations += randomSyncerOperation(&random, pausing: false)
+        }
+        return operations + [resume]
     }
 
     @Test("1,000 random transition sequences follow the syncer's schedule model")
@@ -931,9 +1195,9 @@ struct WaiterModelTests {
             let seed = baseSeed &+ UInt64(sequence)
             var random = SeededRandomNumberGenerator(seed: seed)
             let configuration = Self.randomSyncerConfiguration(&random)
-            let operations = (0..<Int.random(in: 5...15, using: &random)).map { _ in
-                Self.randomSyncerOperation(&random)
-            }
+            let count = Int.random(in: 5...25, using: &random)
+            var operations: [SyncerOperation] = []
+            while operations.count < count { operations += Self.randomSyncerOperation(&random) }
             if let failure = await Self.scheduleMismatch(configuration, operations) {
                 let shortest = await shrink(operations) { await Self.scheduleMismatch(configuration, $0) != nil }
                 Issue.record(
