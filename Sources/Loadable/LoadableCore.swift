@@ -309,6 +309,10 @@ package final class LoadableCore {
         observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
 
+    /// Whether the loadable has an Observation registrar (something read it through a tracked
+    /// getter): for tests that check that bookkeeping reads without tracking.
+    package var hasObservationRegistrar: Bool { storedExtras?.observation != nil }
+
     /// Creates the registrar on the first read and keeps it.
     private func makeObservationState() -> ObservationState {
         let observation = ObservationState()

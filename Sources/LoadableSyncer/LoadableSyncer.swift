@@ -117,6 +117,10 @@ public final class LoadableSyncer: Observable {
     private var timer = ClockTimer()
     /// Keeps the loadable in use (without keeping it alive) for as long as the syncer lives.
     private let use: WeakLoadableUse
+    /// The loadable again, when it has a core: the syncer reads it without telling Observation
+    /// (its bookkeeping is not a view's read, and must not make every change of the loadable pay
+    /// for a registrar).
+    private weak var coreOwner: (any LoadableCoreOwner)?
     /// The Observation registrar, made by the first read of an observable property.
     private var observationState: RegistrarBox?
 
@@ -150,6 +154,7 @@ public final class LoadableSyncer: Observable {
         )
         self.clock = ElapsedClock(clock)
         use = WeakLoadableUse(loadable)
+        coreOwner = loadable as? any LoadableCoreOwner
         observation = loadable.addObserver { [weak self] _ in
             self?.loadableDidChange()
         }
@@ -197,7 +202,7 @@ public final class LoadableSyncer: Observable {
         perform {
             machine.appDidBecomeActive(
                 retryAllowed: retryAllowed(loadable),
-                needsSync: loadable.needsSync,
+                needsSync: untracked { loadable.needsSync },
                 now: clock.elapsed
             )
         }
@@ -211,26 +216,45 @@ public final class LoadableSyncer: Observable {
 
     private func loadableDidChange() {
         // Not a transition: nothing to decide, and `shouldRetry` is not asked again.
-        guard let loadable, loadable.loadableState != machine.observedState else { return }
+        guard let loadable else { return }
+        let state = state(of: loadable)
+        guard state != machine.observedState else { return }
+        let failure = failure(of: loadable, in: state)
         perform {
             machine.stateChanged(
-                to: loadable.loadableState,
-                retryAllowed: retryAllowed(loadable),
-                retryAfter: retryAfter(loadable),
+                to: state,
+                retryAllowed: failure.retryAllowed,
+                retryAfter: failure.retryAfter,
                 now: clock.elapsed
             )
         }
     }
 
-    private func retryAllowed(_ loadable: any SyncableLoadable) -> Bool {
-        guard loadable.loadableState == .didFailToSync else { return true }
-        return shouldRetry(loadable.error ?? LoadableError.unspecified)
+    /// What the machine needs to know of the loadable in `state`: whether its failure may be
+    /// retried (``shouldRetry``; `true` when it did not fail), and its error's hint.
+    private func failure(
+        of loadable: any SyncableLoadable,
+        in state: LoadableState
+    ) -> (retryAllowed: Bool, retryAfter: Duration?) {
+        guard state == .didFailToSync else { return (true, nil) }
+        let error = untracked { loadable.error }
+        return (shouldRetry(error ?? LoadableError.unspecified), (error as? any RetryAfterProviding)?.retryAfter)
     }
 
-    /// The hint of the loadable's error, when it failed with one.
-    private func retryAfter(_ loadable: any SyncableLoadable) -> Duration? {
-        guard loadable.loadableState == .didFailToSync else { return nil }
-        return (loadable.error as? any RetryAfterProviding)?.retryAfter
+    /// Whether the loadable's failure may be retried (`true` when it did not fail).
+    private func retryAllowed(_ loadable: any SyncableLoadable) -> Bool {
+        failure(of: loadable, in: state(of: loadable)).retryAllowed
+    }
+
+    /// The loadable's state, read without telling Observation when it has a core.
+    private func state(of loadable: any SyncableLoadable) -> LoadableState {
+        coreOwner?.untrackedStatus.state ?? loadable.loadableState
+    }
+
+    /// `read()`, without telling Observation of the loadable's reads when it has a core.
+    private func untracked<Value>(_ read: () -> Value) -> Value {
+        guard let coreOwner else { return read() }
+        return coreOwner.core.readUntracked(read)
     }
 
     /// Asks the machine (`decide`), carries out its actions, then tells Observation if what it can
@@ -254,11 +278,13 @@ public final class LoadableSyncer: Observable {
                     return
                 }
                 if action == .sync { loadable.sync() } else { loadable.syncIfNeeded() }
+                let state = state(of: loadable)
+                let failure = failure(of: loadable, in: state)
                 carryOut(
                     machine.syncRequestHandled(
-                        state: loadable.loadableState,
-                        retryAllowed: retryAllowed(loadable),
-                        retryAfter: retryAfter(loadable),
+                        state: state,
+                        retryAllowed: failure.retryAllowed,
+                        retryAfter: failure.retryAfter,
                         now: clock.elapsed
                     )
                 )
@@ -338,7 +364,7 @@ extension LoadableSyncer: ActivityMonitorFollower {
                 paused: !activity.allowsSyncing,
                 offline: activity.isOffline,
                 retryAllowed: retryAllowed(loadable),
-                needsSync: loadable.needsSync,
+                needsSync: untracked { loadable.needsSync },
                 now: clock.elapsed
             )
         }

@@ -455,6 +455,28 @@ struct HintedError: RetryAfterProviding {
         #expect(syncer.nextSyncIn == .seconds(5))
     }
 
+    @Test("The syncer reads its loadable without Observation: a loadable nobody else reads gets no registrar")
+    func syncerReadsUntracked() async {
+        let feed = AsyncLoadable<Int> { throw HintedError(retryAfter: .seconds(2)) }
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(period: .seconds(60), min: .seconds(1), max: .seconds(8)),
+            clock: clock,
+            activity: activity
+        )
+        syncer.shouldRetry = { _ in true }
+        feed.sync()
+        await LoadableTestSupport.settle { feed.core.readUntracked { feed.loadableState } == .didFailToSync }
+        activity.connectivity = .offline
+        activity.connectivity = .online
+        syncer.appDidBecomeActive()
+        await LoadableTestSupport.settle { clock.pendingSleepCount == 1 }
+        #expect(!feed.core.hasObservationRegistrar)
+        #expect(clock.requestedSleeps == [.seconds(2), .seconds(2)])
+        _ = feed.loadableState  // a view's read makes one
+        #expect(feed.core.hasObservationRegistrar)
+    }
+
     // MARK: - Lifetimes and re-entrancy
 
     @Test("A released syncer stops following the monitor; changes after that do nothing")
