@@ -17,7 +17,9 @@ final class ImmediatelyFailingLoadable: Loadable<Int> {
 /// same process.
 ///
 /// The syncers follow a monitor that never changes (the system one), so the figures show what
-/// pausing and catch-up cost when nothing pauses.
+/// pausing and catch-up cost when nothing pauses. The goal (no slower than before pausing existed)
+/// compares two builds, so it is kept in `Docs/Performance.md` rather than checked here: a run
+/// measures one build.
 @MainActor
 func runSyncer(_ settings: Settings, into report: inout Report) async {
     let cycles = settings.syncerCycles
@@ -25,7 +27,11 @@ func runSyncer(_ settings: Settings, into report: inout Report) async {
 
     /// `cycles` syncs of `makeLoadable()`'s loadable, with one observer, and a syncer when
     /// `withSyncer` is set.
-    func cycleSample(withSyncer: Bool, _ makeLoadable: () -> Loadable<Int>) async -> Sample {
+    func cycleSample(
+        withSyncer: Bool,
+        policy: BackoffTimeoutPolicy = policy,
+        _ makeLoadable: () -> Loadable<Int>
+    ) async -> Sample {
         await best(of: settings.runs) {
             let counter = Counter()
             let loadable = makeLoadable()
@@ -35,7 +41,7 @@ func runSyncer(_ settings: Settings, into report: inout Report) async {
             for _ in 0..<cycles { loadable.sync() }
             let sample = stopwatch.stop()
             precondition(counter.value == 2 * cycles)
-            precondition(!withSyncer || syncer?.nextSyncIn != nil)
+            precondition(!withSyncer || (syncer?.nextSyncIn != nil) == (policy.period != nil))
             withExtendedLifetime((token, syncer)) {}
             // The timer tasks the syncer cancelled run (and end at once) before the next run.
             await Task.yield()
@@ -44,6 +50,10 @@ func runSyncer(_ settings: Settings, into report: inout Report) async {
     }
 
     let plainSuccess = await cycleSample(withSyncer: false) { ImmediateLoadable() }
+    // Without a refresh period a success arms nothing: what is left is the syncer's own work on
+    // each transition (its observer, its decisions), with no timer task to blur it.
+    let unarmedPolicy = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60))
+    let syncerUnarmed = await cycleSample(withSyncer: true, policy: unarmedPolicy) { ImmediateLoadable() }
     let syncerSuccess = await cycleSample(withSyncer: true) { ImmediateLoadable() }
     let plainFailure = await cycleSample(withSyncer: false) { ImmediatelyFailingLoadable() }
     let syncerFailure = await cycleSample(withSyncer: true) { ImmediatelyFailingLoadable() }
@@ -69,34 +79,24 @@ func runSyncer(_ settings: Settings, into report: inout Report) async {
     let plainLifetime = await lifetimeSample(withSyncer: false)
     let syncerLifetime = await lifetimeSample(withSyncer: true)
 
-    func add(
-        _ name: String, _ sample: Sample, _ baseline: Sample, _ baselineName: String, per count: Int
-    )
-        -> Double
-    {
+    func add(_ name: String, _ sample: Sample, _ baseline: Sample, _ baselineName: String, per count: Int) {
         let value = sample.nanoseconds(per: count)
         let baselineValue = baseline.nanoseconds(per: count)
         report.add(
             Row(
                 scenario: name, value: value, unit: "ns/op", allocationsPerOperation: sample.allocations(per: count),
                 baseline: baselineName, baselineValue: baselineValue, ratio: value / baselineValue))
-        return value / baselineValue
     }
-    let successRatio = add(
+    add(
+        "syncer: sync cycle, success, no timer (\(cycles.formatted))", syncerUnarmed, plainSuccess,
+        "the same without a syncer", per: cycles)
+    add(
         "syncer: sync cycle, success, refresh armed (\(cycles.formatted))", syncerSuccess, plainSuccess,
         "the same without a syncer", per: cycles)
-    let failureRatio = add(
+    add(
         "syncer: sync cycle, failure, retry armed (\(cycles.formatted))", syncerFailure, plainFailure,
         "the same without a syncer", per: cycles)
-    let lifetimeRatio = add(
+    add(
         "syncer: make and release a loadable with a syncer (\(instances.formatted))", syncerLifetime,
         plainLifetime, "a loadable alone", per: instances)
-    for (name, ratio) in [
-        ("syncer success cycle vs plain cycle", successRatio), ("syncer failure cycle vs plain cycle", failureRatio),
-        ("loadable + syncer lifetime vs loadable alone", lifetimeRatio),
-    ] {
-        report.add(
-            Goal(
-                name: name, target: "recorded", measured: String(format: "%.2fx", ratio), holds: true))
-    }
 }
