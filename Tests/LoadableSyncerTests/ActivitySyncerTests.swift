@@ -40,6 +40,16 @@ struct HintedError: RetryAfterProviding {
         )
     }
 
+    /// A syncer for another loadable, on the same clock and monitor.
+    func makeOtherSyncer(for loadable: TestLoadable<Int>) -> LoadableSyncer {
+        LoadableSyncer(
+            loadable,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(2)),
+            clock: clock,
+            activity: activity
+        )
+    }
+
     /// Lets the syncer's timer task reach its sleep (or its cancellation end).
     func settle(sleepers: Int) async {
         await LoadableTestSupport.settle { clock.pendingSleepCount == sleepers }
@@ -497,12 +507,7 @@ struct HintedError: RetryAfterProviding {
         var syncer: LoadableSyncer? = makeSyncer()
         weak let weakSyncer = syncer
         let other = TestLoadable<Int>()
-        let second = LoadableSyncer(
-            other,
-            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(2)),
-            clock: clock,
-            activity: activity
-        )
+        let second = makeOtherSyncer(for: other)
         token.sync()
         token.setDidFailToSync(TestError())
         other.sync()
@@ -537,12 +542,7 @@ struct HintedError: RetryAfterProviding {
         for index in 0..<100 {
             let loadable = TestLoadable<Int>()
             loadables.append(loadable)
-            let syncer = LoadableSyncer(
-                loadable,
-                timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(2)),
-                clock: clock,
-                activity: activity
-            )
+            let syncer = makeOtherSyncer(for: loadable)
             if index.isMultiple(of: 2) { syncers.append(syncer) }
             loadable.sync()
             loadable.setDidFailToSync(TestError())
@@ -558,12 +558,7 @@ struct HintedError: RetryAfterProviding {
     func reentrantMonitorChange() async {
         let other = TestLoadable<Int>()
         let first = makeSyncer()
-        let second = LoadableSyncer(
-            other,
-            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(2)),
-            clock: clock,
-            activity: activity
-        )
+        let second = makeOtherSyncer(for: other)
         token.sync()
         token.setDidFailToSync(TestError())
         other.sync()
