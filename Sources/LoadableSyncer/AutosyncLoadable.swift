@@ -87,9 +87,8 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     /// ``activity`` monitor pauses it). Call `super` when you override it.
     open override func didAddFirstObserver() {
         super.didAddFirstObserver()
-        tickDeadline = clock.elapsed + autosyncInterval
+        scheduleNextTick()
         guard !isPaused else { return }
-        armTimer(after: autosyncInterval)
         syncIfNeeded()
     }
 
@@ -108,12 +107,24 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
         }
     }
 
-    /// A tick: the next one is armed before the tick's sync (which may remove the last observer
-    /// and stop it), so that the ticks keep their cadence whatever syncs happen in between.
+    /// Sets the next tick one ``autosyncInterval`` from now, and arms the timer for it unless
+    /// paused (resuming arms it).
+    private func scheduleNextTick() {
+        tickDeadline = clock.elapsed + autosyncInterval
+        guard !isPaused else { return }
+        armTimer(after: autosyncInterval)
+    }
+
     private func autosyncTimerFired(_ generation: Int) {
         guard timer.fired(generation) else { return }
-        tickDeadline = clock.elapsed + autosyncInterval
-        armTimer(after: autosyncInterval)
+        tick()
+    }
+
+    /// A tick: the next one is scheduled before the tick's sync (which may remove the last
+    /// observer and stop it), so that the ticks keep their cadence whatever syncs happen in
+    /// between; the sync is skipped while one runs.
+    private func tick() {
+        scheduleNextTick()
         guard loadableState != .syncing else { return }
         sync()
     }
@@ -138,10 +149,7 @@ extension AutosyncLoadable: ActivityMonitorFollower {
         let now = clock.elapsed
         if tickDeadline <= now {
             // A tick fell due while paused: it runs now, and the ticks go on from here.
-            self.tickDeadline = now + autosyncInterval
-            armTimer(after: autosyncInterval)
-            guard loadableState != .syncing else { return }
-            sync()
+            tick()
         } else {
             armTimer(after: tickDeadline - now)
             syncIfNeeded()
