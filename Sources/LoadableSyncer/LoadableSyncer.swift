@@ -247,6 +247,9 @@ public final class LoadableSyncer: Observable {
     }
 
     /// The loadable's state, read without telling Observation when it has a core.
+    ///
+    /// `statusUntrackedWherePossible` does the same with a dynamic cast on every read; the syncer
+    /// reads on every transition, so it keeps the cast's result (``coreOwner``) instead.
     private func state(of loadable: any SyncableLoadable) -> LoadableState {
         coreOwner?.untrackedStatus.state ?? loadable.loadableState
     }
@@ -359,12 +362,16 @@ private final class RegistrarBox {
 extension LoadableSyncer: ActivityMonitorFollower {
     package func activityDidChange() {
         guard let loadable else { return }
+        let paused = !activity.allowsSyncing
+        // Only resuming may sync, so only then are `shouldRetry` and `needsSync` asked: a change of
+        // the monitor does not call the app's code in every syncer for nothing.
+        let resumes = !paused && machine.isPaused
         perform {
             machine.activityChanged(
-                paused: !activity.allowsSyncing,
+                paused: paused,
                 offline: activity.isOffline,
-                retryAllowed: retryAllowed(loadable),
-                needsSync: untracked { loadable.needsSync },
+                retryAllowed: resumes ? retryAllowed(loadable) : true,
+                needsSync: resumes && untracked { loadable.needsSync },
                 now: clock.elapsed
             )
         }

@@ -85,7 +85,8 @@ struct SyncerStateMachine {
     private(set) var isPaused: Bool
     /// Whether the network is known to be unreachable.
     private(set) var isOffline: Bool
-    /// Whether the last failure may be retried (``shouldRetry``), as decided at its transition.
+    /// Whether the loadable's last transition was to a failure that may be retried
+    /// (``shouldRetry``); `false` after a transition to any other state.
     private var isFailureRetryable = false
     /// Set when the policy answered `nil` for a failure that may be retried; cleared by a reset.
     private(set) var isOutOfRetries = false
@@ -107,7 +108,7 @@ struct SyncerStateMachine {
     /// Whether the loadable failed with an error that may be retried, and the network is known to
     /// be unreachable: the retry waits for the network.
     var isWaitingForNetwork: Bool {
-        isOffline && observedState == .didFailToSync && isFailureRetryable
+        isOffline && isFailureRetryable
     }
 
     /// The time left until the next sync falls due (never negative); `nil` when none is scheduled.
