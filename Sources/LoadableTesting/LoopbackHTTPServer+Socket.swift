@@ -1,0 +1,491 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// The POSIX side of `LoopbackHTTPServer`: its sockets, its threads and the loop of each connection.
+
+/// The flags and types that differ between the C libraries.
+private enum Platform {
+    #if canImport(Glibc)
+        static let streamSocket = Int32(SOCK_STREAM.rawValue)
+        /// Set when the socket is made, so a process spawned meanwhile (an exit test) never
+        /// inherits it.
+        static let closeOnExecFlag = Int32(SOCK_CLOEXEC.rawValue)
+        /// A client that hung up makes `send` fail with `EPIPE` instead of raising `SIGPIPE`.
+        static let sendFlags = Int32(MSG_NOSIGNAL)
+    #elseif canImport(Musl)
+        static let streamSocket = SOCK_STREAM
+        static let closeOnExecFlag = SOCK_CLOEXEC
+        static let sendFlags = MSG_NOSIGNAL
+    #else
+        static let streamSocket = SOCK_STREAM
+        /// Darwin has no `SOCK_CLOEXEC`: `configure` sets `FD_CLOEXEC` instead.
+        static let closeOnExecFlag: Int32 = 0
+        /// Darwin has no `MSG_NOSIGNAL`: `configure` sets `SO_NOSIGPIPE` on each socket instead.
+        static let sendFlags: Int32 = 0
+    #endif
+
+    /// Makes `socket` close on exec, non-blocking and, on Darwin, free of `SIGPIPE`.
+    static func configure(_ socket: Int32) throws(LoopbackHTTPServer.StartError) {
+        guard fcntl(socket, F_SETFD, fcntl(socket, F_GETFD) | FD_CLOEXEC) == 0 else {
+            throw LoopbackHTTPServer.StartError(operation: "fcntl(F_SETFD)")
+        }
+        guard fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK) == 0 else {
+            throw LoopbackHTTPServer.StartError(operation: "fcntl(F_SETFL)")
+        }
+        #if canImport(Darwin)
+            try setOption(socket, SOL_SOCKET, SO_NOSIGPIPE, name: "setsockopt(SO_NOSIGPIPE)")
+        #endif
+    }
+
+    /// Sets the integer socket option `option` to 1.
+    static func setOption(
+        _ socket: Int32, _ level: Int32, _ option: Int32, name: String
+    ) throws(LoopbackHTTPServer.StartError) {
+        var one: Int32 = 1
+        guard setsockopt(socket, level, option, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            throw LoopbackHTTPServer.StartError(operation: name)
+        }
+    }
+}
+
+extension LoopbackHTTPServer.StartError {
+    /// The error of the call `operation` that just failed, with the current `errno`.
+    init(operation: String, code: Int32 = errno) {
+        self.operation = operation
+        self.code = code
+        description =
+            "LoopbackHTTPServer could not start: \(operation) failed with errno \(code) (\(String(cString: strerror(code))))"
+    }
+}
+
+extension LoopbackHTTPServer {
+    /// The listening socket and the wake pipe, set up before any thread starts.
+    struct Sockets {
+        var listener: Int32
+        var port: Int
+        /// Readable once the server stops: one byte is written to ``wakeSender`` then and never
+        /// read, so every thread that polls it wakes.
+        var wakeReceiver: Int32
+        var wakeSender: Int32
+
+        /// The listen backlog.
+        static let backlog: Int32 = 128
+
+        /// Opens a listening socket on 127.0.0.1 on a port the system picks, and the wake pipe.
+        static func open() throws(StartError) -> Sockets {
+            let listener = socket(AF_INET, Platform.streamSocket | Platform.closeOnExecFlag, 0)
+            guard listener >= 0 else { throw StartError(operation: "socket") }
+            let port: Int
+            do {
+                port = try bindAndListen(listener)
+            } catch {
+                close(listener)
+                throw error
+            }
+            // A socket pair, not a pipe: it can be made close-on-exec atomically without `pipe2`,
+            // which Swift's Glibc module does not show.
+            var pair: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Platform.streamSocket | Platform.closeOnExecFlag, 0, &pair) == 0 else {
+                let error = StartError(operation: "socketpair")
+                close(listener)
+                throw error
+            }
+            do {
+                try Platform.configure(pair[0])
+                try Platform.configure(pair[1])
+            } catch {
+                close(listener)
+                close(pair[0])
+                close(pair[1])
+                throw error
+            }
+            return Sockets(listener: listener, port: port, wakeReceiver: pair[0], wakeSender: pair[1])
+        }
+
+        /// Binds `listener` to 127.0.0.1 on a free port, listens, and returns the port.
+        private static func bindAndListen(_ listener: Int32) throws(StartError) -> Int {
+            try Platform.configure(listener)
+            try Platform.setOption(listener, SOL_SOCKET, SO_REUSEADDR, name: "setsockopt(SO_REUSEADDR)")
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = 0
+            address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+            #if canImport(Darwin)
+                address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            #endif
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+            }
+            guard bound == 0 else { throw StartError(operation: "bind") }
+            guard listen(listener, backlog) == 0 else { throw StartError(operation: "listen") }
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+            }
+            guard named == 0 else { throw StartError(operation: "getsockname") }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+
+    /// What the server's threads share: the sockets, the handler and the state behind one lock.
+    ///
+    /// The server holds it, and so does each of its threads; the threads never hold the server,
+    /// so releasing the server stops them.
+    final class Core: Sendable {
+        /// How long a connection may wait for its next request, and a send for room to write.
+        static let idleTimeout = Duration.seconds(10)
+        /// How long a closing connection keeps reading what the client still sends, so that the
+        /// client reads the last response before it sees the close.
+        static let lingerTimeout = Duration.seconds(1)
+        /// How many requests one connection serves at most.
+        static let maximumRequestsPerConnection = 1_000_000
+
+        let state = Locked(State())
+        let handler: @Sendable (Request) -> Response
+        let lifetimeEnd: ContinuousClock.Instant
+        private let listener: Int32
+        private let port: Int
+        private let wakeReceiver: Int32
+        private let wakeSender: Int32
+        /// Signalled once the accept loop closed the listening socket.
+        private let acceptLoopEnded = DispatchSemaphore(value: 0)
+
+        init(
+            sockets: Sockets, lifetimeEnd: ContinuousClock.Instant,
+            handler: @escaping @Sendable (Request) -> Response
+        ) {
+            listener = sockets.listener
+            port = sockets.port
+            wakeReceiver = sockets.wakeReceiver
+            wakeSender = sockets.wakeSender
+            self.lifetimeEnd = lifetimeEnd
+            self.handler = handler
+        }
+
+        deinit {
+            // Every thread has ended: each one holds the core.
+            close(wakeReceiver)
+            close(wakeSender)
+        }
+
+        /// Starts the thread that accepts connections.
+        func startAcceptLoop() {
+            let thread = Thread { [self] in runAcceptLoop() }
+            thread.name = "LoopbackHTTPServer :\(port) accept"
+            thread.start()
+        }
+
+        /// Marks the server stopped, wakes every thread, waits until the listening socket is
+        /// closed and resumes the pending waits. Does nothing the second time.
+        func stop() {
+            guard let waits = state.withLock({ $0.markStopped() }) else { return }
+            wakeEveryThread()
+            // Bounded, but the accept loop ends at once: its poll sees the wake pipe.
+            _ = acceptLoopEnded.wait(timeout: .now() + .seconds(10))
+            for wait in waits { wait.resume() }
+        }
+
+        private func wakeEveryThread() {
+            var byte: UInt8 = 1
+            _ = write(wakeSender, &byte, 1)
+        }
+
+        /// Accepts connections until the server stops or its lifetime ends, then closes the
+        /// listening socket.
+        private func runAcceptLoop() {
+            acceptLoop: for _ in 0..<Int.max {
+                switch wait(for: listener, events: Int16(POLLIN), until: lifetimeEnd) {
+                case .ready: acceptPendingConnections()
+                case .stopped, .timedOut: break acceptLoop
+                }
+            }
+            close(listener)
+            // At the end of the lifetime the server stops by itself; after `stop()` this is nil.
+            if let waits = state.withLock({ $0.markStopped() }) {
+                wakeEveryThread()
+                for wait in waits { wait.resume() }
+            }
+            acceptLoopEnded.signal()
+        }
+
+        /// Accepts the connections waiting in the backlog, each on a thread of its own.
+        private func acceptPendingConnections() {
+            for _ in 0..<Sockets.backlog {
+                let socket = accept(listener, nil, nil)
+                guard socket >= 0 else {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    return  // EAGAIN: none left; anything else: the next poll tells
+                }
+                do {
+                    try Platform.configure(socket)
+                    try Platform.setOption(socket, Int32(IPPROTO_TCP), TCP_NODELAY, name: "setsockopt(TCP_NODELAY)")
+                } catch {
+                    close(socket)
+                    continue
+                }
+                let number = state.withLock { state in
+                    state.connectionCount += 1
+                    return state.connectionCount
+                }
+                let thread = Thread { [self] in
+                    var connection = Connection(socket: socket, core: self)
+                    connection.run()
+                }
+                thread.name = "LoopbackHTTPServer :\(port) connection \(number)"
+                thread.start()
+            }
+        }
+
+        /// What a wait on a socket found.
+        enum Readiness {
+            /// The socket has the events asked for, or an error or hang-up.
+            case ready
+            /// The server stopped or its lifetime ended.
+            case stopped
+            /// `deadline` passed.
+            case timedOut
+        }
+
+        /// Waits until `socket` has `events`, the server stops, or `deadline` passes.
+        func wait(for socket: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> Readiness {
+            let end = min(deadline, lifetimeEnd)
+            var descriptors = [
+                pollfd(fd: socket, events: events, revents: 0),
+                pollfd(fd: wakeReceiver, events: Int16(POLLIN), revents: 0),
+            ]
+            // Each round ends in an event, a signal or the deadline; the count only bounds the loop.
+            for _ in 0..<1_000_000 {
+                let timeout = Self.milliseconds(until: end)
+                let result = poll(&descriptors, 2, timeout)
+                if result < 0 && errno != EINTR { return .stopped }
+                if descriptors[1].revents != 0 { return .stopped }
+                if descriptors[0].revents != 0 { return .ready }
+                if result == 0 && ContinuousClock.now >= end { return end == lifetimeEnd ? .stopped : .timedOut }
+            }
+            return .timedOut
+        }
+
+        /// The time until `deadline`, in whole milliseconds rounded up, for `poll`.
+        private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { return 0 }
+            let (seconds, attoseconds) = remaining.components
+            let milliseconds = min(seconds, 1_000_000) * 1000 + attoseconds / 1_000_000_000_000_000 + 1
+            return Int32(clamping: milliseconds)
+        }
+    }
+
+    /// One accepted connection, on its own thread: reads requests, calls the handler and writes
+    /// the responses until the client or the server ends it.
+    struct Connection {
+        let socket: Int32
+        let core: Core
+        /// Bytes received and not yet parsed.
+        private var buffer: [UInt8] = []
+        /// How far ``buffer`` was searched for the end of a head.
+        private var searchedCount = 0
+        private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+
+        init(socket: Int32, core: Core) {
+            self.socket = socket
+            self.core = core
+        }
+
+        mutating func run() {
+            defer { close(socket) }
+            for _ in 0..<Core.maximumRequestsPerConnection {
+                guard serveNextRequest() else { return }
+            }
+            lingerAndClose()
+        }
+
+        /// Reads a request and answers it; returns whether the connection stays open.
+        private mutating func serveNextRequest() -> Bool {
+            let headEnd: Int
+            switch readHead(until: .now + Core.idleTimeout) {
+            case .complete(let end): headEnd = end
+            case .tooLarge:
+                refuse(RequestHead.Refusal(status: 431, reason: "the request head is over \(maximumHeadSize) bytes"))
+                return false
+            case .ended: return false
+            }
+            let head: RequestHead
+            switch RequestHead.parse(buffer[..<(headEnd - 4)]) {
+            case .success(let parsed): head = parsed
+            case .failure(let refusal):
+                refuse(refusal)
+                return false
+            }
+            let bodyEnd = headEnd + head.contentLength
+            if head.expectsContinue && buffer.count < bodyEnd {
+                guard sendAll(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return false }
+            }
+            guard readBody(upTo: bodyEnd, until: .now + Core.idleTimeout) else { return false }
+            let request = Request(
+                method: head.method, target: head.target, httpVersion: head.httpVersion, headers: head.headers,
+                body: Data(buffer[headEnd..<bodyEnd]))
+            buffer.removeSubrange(..<bodyEnd)
+            searchedCount = 0
+
+            let response = core.handler(request)
+            let waits = core.state.withLock { $0.record(request, holdsConnection: response.holdsConnection) }
+            for wait in waits { wait.resume() }
+
+            switch response.kind {
+            case .complete(let status, let headers, let body):
+                let closes =
+                    !head.keepsAlive
+                    || headers.contains { header in
+                        header.name.lowercased() == "connection"
+                            && header.value.lowercased().split(separator: ",").contains {
+                                $0.trimmingCharacters(in: .whitespaces) == "close"
+                            }
+                    }
+                let bytes = responseBytes(status: status, headers: headers, body: body, request: head, closes: closes)
+                guard sendAll(bytes) else { return false }
+                if closes { lingerAndClose() }
+                return !closes
+            case .raw(let bytes, let thenHold):
+                let isSent = sendAll(Array(bytes))
+                if thenHold {
+                    if isSent { holdUntilClosed() }
+                    endHold()
+                } else if isSent {
+                    lingerAndClose()
+                }
+                return false
+            case .hold:
+                holdUntilClosed()
+                endHold()
+                return false
+            }
+        }
+
+        private enum HeadOutcome {
+            /// A head ends at this offset of ``buffer``, after its empty line.
+            case complete(Int)
+            case tooLarge
+            /// The client closed the connection or sent nothing in time, or the server stopped.
+            case ended
+        }
+
+        /// Receives until ``buffer`` holds a whole request head.
+        private mutating func readHead(until deadline: ContinuousClock.Instant) -> HeadOutcome {
+            // Each round receives at least one byte or ends the read, so the bound is never met.
+            for _ in 0...maximumHeadSize + 1 {
+                if let end = headEnd() { return end > maximumHeadSize ? .tooLarge : .complete(end) }
+                if buffer.count > maximumHeadSize { return .tooLarge }
+                guard receive(until: deadline) else { return .ended }
+            }
+            return .tooLarge
+        }
+
+        /// The offset after the first `\r\n\r\n` in ``buffer``, searching only bytes not searched
+        /// before.
+        private mutating func headEnd() -> Int? {
+            let terminator: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A]
+            let start = max(0, searchedCount - 3)
+            searchedCount = buffer.count
+            guard buffer.count - start >= 4 else { return nil }
+            for index in start...(buffer.count - 4) where buffer[index] == 0x0D {
+                if buffer[index..<(index + 4)].elementsEqual(terminator) { return index + 4 }
+            }
+            return nil
+        }
+
+        /// Receives until ``buffer`` holds `count` bytes; returns whether it does.
+        private mutating func readBody(upTo count: Int, until deadline: ContinuousClock.Instant) -> Bool {
+            // Each round receives at least one byte or ends the read.
+            for _ in 0...maximumBodySize + 1 {
+                if buffer.count >= count { return true }
+                guard receive(until: deadline) else { return false }
+            }
+            return false
+        }
+
+        /// Waits for bytes and appends what arrived to ``buffer``; returns `false` when the client
+        /// closed the connection, nothing came before `deadline`, or the server stopped.
+        private mutating func receive(until deadline: ContinuousClock.Instant) -> Bool {
+            // A spurious wake-up (`EAGAIN`) retries; the deadline still bounds the rounds.
+            for _ in 0..<1_000 {
+                guard case .ready = core.wait(for: socket, events: Int16(POLLIN), until: deadline) else {
+                    return false
+                }
+                let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                if count > 0 {
+                    buffer.append(contentsOf: chunk[..<count])
+                    return true
+                }
+                if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { return false }
+            }
+            return false
+        }
+
+        /// Writes all of `bytes`, in one `send` when the socket has room; returns whether it did.
+        private func sendAll(_ bytes: [UInt8]) -> Bool {
+            let deadline = ContinuousClock.now + Core.idleTimeout
+            var offset = 0
+            // Each round writes bytes, or waits for room until the deadline.
+            for _ in 0...bytes.count + 1_000 {
+                if offset == bytes.count { return true }
+                let count = bytes.withUnsafeBytes { bytes in
+                    send(socket, bytes.baseAddress! + offset, bytes.count - offset, Platform.sendFlags)
+                }
+                if count > 0 {
+                    offset += count
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    guard case .ready = core.wait(for: socket, events: Int16(POLLOUT), until: deadline) else {
+                        return false
+                    }
+                } else {
+                    return false  // the client hung up (EPIPE, ECONNRESET)
+                }
+            }
+            return false
+        }
+
+        /// Answers a request the server will not take, and closes.
+        private mutating func refuse(_ refusal: RequestHead.Refusal) {
+            let body = Data("\(refusal.status) \(reasonPhrase(for: refusal.status)): \(refusal.reason)\n".utf8)
+            let headers = [Header("Content-Type", "text/plain; charset=utf-8")]
+            let bytes = responseBytes(status: refusal.status, headers: headers, body: body, request: nil, closes: true)
+            if sendAll(bytes) { lingerAndClose() }
+        }
+
+        /// Ends the sending side and reads what the client still sends, until it closes, for at
+        /// most ``Core/lingerTimeout``: closing with unread bytes would reset the connection, and
+        /// the client could lose the response it has not read yet.
+        private mutating func lingerAndClose() {
+            shutdown(socket, Int32(SHUT_WR))
+            let deadline = ContinuousClock.now + Core.lingerTimeout
+            buffer = []
+            for _ in 0..<64 {
+                guard receive(until: deadline) else { return }
+                buffer = []
+            }
+        }
+
+        /// Holds the connection without answering until the client closes it or the server stops;
+        /// bytes the client sends meanwhile are dropped.
+        private mutating func holdUntilClosed() {
+            for _ in 0..<Int.max {
+                guard receive(until: core.lifetimeEnd) else { return }
+                buffer = []
+            }
+        }
+
+        private func endHold() {
+            let waits = core.state.withLock { $0.endHold() }
+            for wait in waits { wait.resume() }
+        }
+    }
+}
