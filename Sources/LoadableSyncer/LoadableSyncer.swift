@@ -78,7 +78,11 @@ public final class LoadableSyncer: Observable {
     public let syncPolicy: SyncPolicy
 
     /// Whether a failure may be retried, given the loadable's error
-    /// (`LoadableError.unspecified` when it has none). Always `true` by default.
+    /// (`LoadableError.unspecified` when it has none).
+    ///
+    /// By default it is the error's ``RetryAfterProviding/isRetryable`` when the error is
+    /// ``RetryAfterProviding`` (an `HTTPLoadableError` for a 404 is not retried, a 503 is), and
+    /// `true` for every other error.
     ///
     /// Return `false` for errors a retry cannot fix ("not found", "forbidden"): the syncer then
     /// waits until someone else syncs the loadable. Asked on each transition to
@@ -87,7 +91,9 @@ public final class LoadableSyncer: Observable {
     /// ```swift
     /// syncer.shouldRetry = { error in (error as? APIError) != .notFound }
     /// ```
-    public var shouldRetry: @MainActor (any Error) -> Bool = { _ in true }
+    public var shouldRetry: @MainActor (any Error) -> Bool = { error in
+        (error as? any RetryAfterProviding)?.isRetryable ?? true
+    }
 
     /// The longest delay a server's hint (an error that is ``RetryAfterProviding``) may ask for; 1
     /// hour by default. Greater than `.zero`.

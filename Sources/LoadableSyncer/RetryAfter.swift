@@ -28,6 +28,26 @@ public protocol RetryAfterProviding: Error {
     /// ServerBusy(retryAfter: .seconds(120)).retryAfter  // 120 s
     /// ```
     var retryAfter: Duration? { get }
+
+    /// Whether a retry may succeed; `true` unless the conforming type says otherwise.
+    ///
+    /// ``LoadableSyncer``'s default ``LoadableSyncer/shouldRetry`` asks it, so an error that knows
+    /// a retry is pointless (an HTTP 404, a body that does not decode) stops the retries without
+    /// any setup:
+    ///
+    /// ```swift
+    /// struct ServerAnswer: RetryAfterProviding {
+    ///     var status: Int
+    ///     var retryAfter: Duration?
+    ///     var isRetryable: Bool { status == 429 || status >= 500 }
+    /// }
+    /// ```
+    var isRetryable: Bool { get }
+}
+
+extension RetryAfterProviding {
+    /// `true`: a retry may succeed.
+    public var isRetryable: Bool { true }
 }
 
 /// Reading HTTP `Retry-After` header values.
@@ -106,6 +126,27 @@ public enum RetryAfter {
         }
         guard let seconds = secondsSince1970(imfFixdate: value) else { return nil }
         return delay(until: seconds, from: now)
+    }
+
+    /// A `Retry-After` value read against the response's own `Date` header, so that no clock of
+    /// this machine is read and a client whose clock is off still waits as long as the server
+    /// asked.
+    ///
+    /// Delay-seconds need no date. An HTTP-date is measured from `date` (the response's `Date`
+    /// value); without a valid `date` it gives `nil`.
+    ///
+    /// - Parameters:
+    ///   - header: The value of a `Retry-After` header field.
+    ///   - date: The value of the response's `Date` header field, if any.
+    /// - Returns: The delay, or `nil` as ``parse(_:now:)`` would, or when the value is a date and
+    ///   `date` is missing or not an IMF-fixdate.
+    package static func parse(_ header: String, responseDate date: String?) -> Duration? {
+        let trimmed = header.utf8.drop { isOptionalWhitespace($0) }
+        if let first = trimmed.first, isDigit(first) {
+            return parse(header, now: Date(timeIntervalSinceReferenceDate: 0))
+        }
+        guard let date, let seconds = secondsSince1970(imfFixdate: Substring(date).utf8) else { return nil }
+        return parse(header, now: Date(timeIntervalSinceReferenceDate: Double(seconds - secondsFrom1970To2001)))
     }
 
     // MARK: - delay-seconds

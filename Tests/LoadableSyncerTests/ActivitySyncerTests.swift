@@ -349,6 +349,34 @@ struct HintedError: RetryAfterProviding {
         withExtendedLifetime(syncer) {}
     }
 
+    @Test("By default the syncer retries what isRetryable allows, and every error that does not say")
+    func defaultShouldRetryAsksIsRetryable() async {
+        struct Verdict: RetryAfterProviding {
+            var retryAfter: Duration?
+            var isRetryable: Bool
+        }
+        let syncer = makeSyncer()
+        #expect(HintedError(retryAfter: nil).isRetryable)
+        token.sync()
+        token.setDidFailToSync(Verdict(retryAfter: .seconds(30), isRetryable: false))
+        #expect(syncer.nextSyncIn == nil)
+        #expect(clock.requestedSleeps.isEmpty)
+        token.sync()
+        token.setDidFailToSync(Verdict(retryAfter: .seconds(3), isRetryable: true))
+        await settle(sleepers: 1)
+        #expect(clock.requestedSleeps == [.seconds(3)])
+        token.sync()
+        token.setDidFailToSync(TestError())
+        await settle(sleepers: 1)
+        #expect(syncer.nextSyncIn != nil)
+        // An app's own rule replaces the default.
+        syncer.shouldRetry = { _ in true }
+        token.sync()
+        token.setDidFailToSync(Verdict(retryAfter: nil, isRetryable: false))
+        await settle(sleepers: 1)
+        #expect(syncer.nextSyncIn != nil)
+    }
+
     @Test("A hint while offline arms nothing either")
     func hintWhileOffline() async {
         let syncer = makeSyncer()
