@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "LoadableSyncer", targets: ["LoadableSyncer"]),
         .library(name: "LoadableTesting", targets: ["LoadableTesting"]),
         .library(name: "LoadableCaching", targets: ["LoadableCaching"]),
+        .library(name: "LoadableHTTP", targets: ["LoadableHTTP"]),
         .executable(name: "loadable-demo", targets: ["loadable-demo"]),
     ],
     targets: [
@@ -24,9 +25,16 @@ let package = Package(
         .target(name: "LoadableSyncer", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableTesting", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableCaching", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .target(
+            name: "LoadableHTTP",
+            dependencies: ["Loadable", "LoadableSyncer"],
+            swiftSettings: upcomingFeatures
+        ),
         .executableTarget(
             name: "loadable-demo",
-            dependencies: ["Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableCaching"],
+            dependencies: [
+                "Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableCaching", "LoadableHTTP",
+            ],
             swiftSettings: upcomingFeatures
         ),
         // Helpers shared by the test targets; not a product.
@@ -63,6 +71,11 @@ let package = Package(
         .testTarget(
             name: "LoadableCachingTests",
             dependencies: ["LoadableCaching", "LoadableGroup", "LoadableTesting", "LoadableTestSupport"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "LoadableHTTPTests",
+            dependencies: ["LoadableHTTP", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -80,11 +80,27 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
         guard loadTask.finish(generation), storedState == .syncing else { return }
         switch result {
         case .success(let contents): setDidSyncSuccessfully(contents)
+        case .failure(let error as ContentsConfirmed):
+            // Confirmed without new contents (an HTTP 304): the sync succeeds, contents untouched.
+            if isContentsAvailable { setDidSyncSuccessfully() } else { setDidFailToSync(error.fallback) }
         case .failure(let error): setDidFailToSync(error)
         }
     }
 
     deinit {
         loadTask.cancelTask()
+    }
+}
+
+/// What a ``AsyncLoadable/load()`` throws when the source confirmed the contents the loadable has
+/// (an HTTP 304 Not Modified): the sync succeeds and the contents stay exactly as they are, with
+/// no new value written (pending optimistic changes stay on top of the same base).
+package struct ContentsConfirmed: Error {
+    /// The error the sync fails with if the loadable has no contents to keep after all.
+    package let fallback: any Error
+
+    /// A confirmation; `fallback` is the failure when there are no contents to confirm.
+    package init(fallback: any Error) {
+        self.fallback = fallback
     }
 }

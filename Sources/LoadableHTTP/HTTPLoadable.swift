@@ -1,0 +1,272 @@
+public import Foundation
+public import Loadable
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// A loadable whose sync is an HTTP request and a JSON decode.
+///
+/// ```swift
+/// struct Weather: Decodable, Sendable { let temperature: Double }
+///
+/// let weather = HTTPLoadable<Weather>(request: URLRequest(url: URL(string: "https://api.example.com/weather")!))
+/// weather.sync()
+/// // later: weather.contents?.temperature, weather.error as? HTTPLoadableError
+/// ```
+///
+/// Each sync sends ``request`` through ``transport`` and reads the answer:
+/// - **2xx**: the body is decoded with ``decoder`` (off the main actor) and becomes the contents. A
+///   body that does not decode fails with ``HTTPLoadableError/decoding(_:)``; the contents are kept.
+/// - **Conditional requests**: the `ETag` and `Last-Modified` of the last 2xx are sent back as
+///   `If-None-Match` and `If-Modified-Since` while the loadable has contents (unless the request
+///   sets those headers itself). A **304** is then a success with the contents unchanged: no decode,
+///   no new value written, one notification for the state change, and the age restarts.
+/// - **Other statuses** fail with ``HTTPLoadableError/status(code:headers:bodyPrefix:)``, which
+///   carries the server's `Retry-After` (``HTTPLoadableError/retryAfter``) and says whether a retry
+///   may help (``HTTPLoadableError/isRetryable``). A `LoadableSyncer` uses both.
+/// - **Transport failures** fail with ``HTTPLoadableError/transport(_:)``, and a body over
+///   ``maxBodySize`` with ``HTTPLoadableError/tooLarge(maxBodySize:)``; the transport stops reading
+///   it at the limit.
+/// - With an ``authorization``, each request waits for a token first and a `401` is answered with
+///   one refresh and one retry (see ``HTTPAuthorization``).
+///
+/// ``Loadable/cancelSync()`` cancels the request (the state goes back to what it was), and an
+/// answer that arrives after a cancel or after a newer sync started is dropped, validators
+/// included. Requests never go through `URLCache`: the loadable does its own revalidation.
+///
+/// Subclass it to give an endpoint a type of its own:
+///
+/// ```swift
+/// final class ProfileLoadable: HTTPLoadable<Profile> {
+///     init(api: API) {
+///         super.init(request: api.request("/me"), authorization: api.authorization)
+///     }
+/// }
+/// ```
+///
+/// Isolated to the main actor; observers are called on the main actor.
+open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents> {
+    /// The request every sync sends, before the loadable adds its conditional and `Authorization`
+    /// headers.
+    public var request: URLRequest { loader.request }
+    /// What sends the requests.
+    public var transport: any HTTPTransport { loader.transport }
+    /// What decodes a 2xx body into the contents.
+    public var decoder: JSONDecoder { loader.decoder }
+    /// The most bytes of body accepted; a larger body fails the sync with
+    /// ``HTTPLoadableError/tooLarge(maxBodySize:)``.
+    public var maxBodySize: Int { loader.maxBodySize }
+    /// How requests are authorized, if they are.
+    public var authorization: HTTPAuthorization? { loader.authorization }
+
+    /// Runs the syncs; it holds the loadable weakly, so that releasing the loadable cancels its
+    /// request.
+    private let loader: HTTPRequestLoader<Contents>
+
+    /// Creates a loadable that sends `request` on each sync.
+    ///
+    /// - Parameters:
+    ///   - request: The request to send; its URL must be `http` or `https` (anything else stops the
+    ///     program with a message).
+    ///   - transport: What sends it; `URLSession.shared` by default.
+    ///   - decoder: Decodes a 2xx body into the contents.
+    ///   - maxBodySize: The most bytes of body accepted, greater than 0; 10 MB by default.
+    ///   - authorization: How to authorize the requests, if they need it.
+    ///   - clock: The clock of the loadable's freshness and watchdog (see `Loadable`).
+    public init(
+        request: URLRequest,
+        transport: any HTTPTransport = URLSession.shared,
+        decoder: JSONDecoder = JSONDecoder(),
+        maxBodySize: Int = 10 * 1_024 * 1_024,
+        authorization: HTTPAuthorization? = nil,
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
+        let scheme = request.url?.scheme?.lowercased()
+        requireValid(
+            scheme == "http" || scheme == "https",
+            "HTTPLoadable: request.url must be an http or https URL, got \(request.url?.absoluteString ?? "nil")"
+        )
+        requireValid(maxBodySize > 0, "HTTPLoadable: maxBodySize must be > 0, got \(maxBodySize)")
+        let loader = HTTPRequestLoader<Contents>(
+            request: request,
+            transport: transport,
+            decoder: decoder,
+            maxBodySize: maxBodySize,
+            authorization: authorization
+        )
+        self.loader = loader
+        super.init(contents: nil, clock: clock) { try await loader.load() }
+        loader.loadable = self
+    }
+
+    /// Sends the request and decodes the answer; see ``HTTPLoadable`` for the rules. Not meant to
+    /// be overridden.
+    public final override func load() async throws -> Contents {
+        try await loader.load()
+    }
+}
+
+/// The work of an ``HTTPLoadable``'s syncs, and the validators they keep.
+@MainActor
+final class HTTPRequestLoader<Contents: Decodable & Sendable> {
+    let request: URLRequest
+    let transport: any HTTPTransport
+    let decoder: JSONDecoder
+    let maxBodySize: Int
+    let authorization: HTTPAuthorization?
+    /// The loadable, held weakly: the load task holds this loader, not the loadable.
+    weak var loadable: HTTPLoadable<Contents>?
+
+    /// The validators of the contents: from the last 2xx (or 304) whose result was kept.
+    private var validators = Validators()
+
+    init(
+        request: URLRequest,
+        transport: any HTTPTransport,
+        decoder: JSONDecoder,
+        maxBodySize: Int,
+        authorization: HTTPAuthorization?
+    ) {
+        self.request = request
+        self.transport = transport
+        self.decoder = decoder
+        self.maxBodySize = maxBodySize
+        self.authorization = authorization
+    }
+
+    /// One sync: sends the request (with a retry after a 401) and reads the answer.
+    func load() async throws -> Contents {
+        var request = request
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        let isConditional = loadable?.isContentsAvailable == true && validators.apply(to: &request)
+        let exchange = Exchange<Contents>(
+            transport: transport,
+            decoder: decoder,
+            maxBodySize: maxBodySize,
+            isConditional: isConditional
+        )
+        var credential: HTTPAuthorization.Credential?
+        if let authorization {
+            let first = try await authorization.credential()
+            request.setValue(first.headerValue, forHTTPHeaderField: "Authorization")
+            credential = first
+        }
+        var outcome = try await exchange.run(request)
+        if case .unauthorized(let rejection) = outcome, let authorization, let rejected = credential {
+            guard let renewed = try await authorization.renewal(rejected) else { throw rejection }
+            request.setValue(renewed.headerValue, forHTTPHeaderField: "Authorization")
+            outcome = try await exchange.run(request)
+        }
+        // The answer counts only if the sync it belongs to is still the current one: otherwise
+        // the loadable drops it, and its validators must go with it.
+        let isCurrent = !Task.isCancelled && loadable?.loadableState == .syncing
+        switch outcome {
+        case .decoded(let contents, let newValidators):
+            if isCurrent { validators = newValidators }
+            return contents
+        case .notModified(let newValidators):
+            if isCurrent { validators.update(with: newValidators) }
+            throw ContentsConfirmed(fallback: HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data()))
+        case .unauthorized(let rejection):
+            throw rejection
+        }
+    }
+}
+
+/// The `ETag` and `Last-Modified` of a response.
+struct Validators: Sendable, Equatable {
+    var entityTag: String?
+    var lastModified: String?
+
+    /// The validators of `response`.
+    init(of response: HTTPURLResponse) {
+        entityTag = response.value(forHTTPHeaderField: "ETag")
+        lastModified = response.value(forHTTPHeaderField: "Last-Modified")
+    }
+
+    init() {}
+
+    /// Adds `If-None-Match` and `If-Modified-Since` to `request` (each only if the request does not
+    /// set it already) and returns whether either was added.
+    func apply(to request: inout URLRequest) -> Bool {
+        var added = false
+        if let entityTag, request.value(forHTTPHeaderField: "If-None-Match") == nil {
+            request.setValue(entityTag, forHTTPHeaderField: "If-None-Match")
+            added = true
+        }
+        if let lastModified, request.value(forHTTPHeaderField: "If-Modified-Since") == nil {
+            request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+            added = true
+        }
+        return added
+    }
+
+    /// Takes the validators a 304 sent (it may send a new `ETag`), keeping the others.
+    mutating func update(with other: Validators) {
+        if let entityTag = other.entityTag { self.entityTag = entityTag }
+        if let lastModified = other.lastModified { self.lastModified = lastModified }
+    }
+}
+
+/// One request and the reading of its answer, off the main actor.
+struct Exchange<Contents: Decodable & Sendable>: Sendable {
+    /// What a request came to, short of a failure (which is thrown).
+    enum Outcome: Sendable {
+        /// A 2xx, decoded.
+        case decoded(Contents, Validators)
+        /// A 304 to a conditional request.
+        case notModified(Validators)
+        /// A 401; the error to fail with if no retry helps.
+        case unauthorized(HTTPLoadableError)
+    }
+
+    let transport: any HTTPTransport
+    let decoder: JSONDecoder
+    let maxBodySize: Int
+    /// Whether the request carries validators, so that a 304 is an answer and not an error.
+    let isConditional: Bool
+
+    /// Sends `request` and reads the answer.
+    ///
+    /// - Throws: An ``HTTPLoadableError``; `CancellationError`; any other error of the transport.
+    @concurrent
+    func run(_ request: URLRequest) async throws -> Outcome {
+        let response: HTTPURLResponse
+        let body: Data
+        do {
+            (response, body) = try await transport.send(request, maxBodySize: maxBodySize)
+        } catch let error as URLError {
+            if error.code == .cancelled, Task.isCancelled { throw CancellationError() }
+            throw HTTPLoadableError.transport(error)
+        }
+        // A transport of someone else's may not enforce the limit.
+        guard body.count <= maxBodySize else { throw HTTPLoadableError.tooLarge(maxBodySize: maxBodySize) }
+        switch response.statusCode {
+        case 200...299:
+            do {
+                return .decoded(try decoder.decode(Contents.self, from: body), Validators(of: response))
+            } catch let error as DecodingError {
+                throw HTTPLoadableError.decoding(error)
+            }
+        case 304 where isConditional:
+            return .notModified(Validators(of: response))
+        case 401:
+            return .unauthorized(Self.statusError(response, body))
+        default:
+            throw Self.statusError(response, body)
+        }
+    }
+
+    private static func statusError(_ response: HTTPURLResponse, _ body: Data) -> HTTPLoadableError {
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            headers[String(describing: name)] = String(describing: value)
+        }
+        return .status(
+            code: response.statusCode,
+            headers: headers,
+            bodyPrefix: Data(body.prefix(HTTPLoadableError.bodyPrefixLimit))
+        )
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import LoadableHTTP
+import LoadableTestSupport
+import LoadableTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `HTTPLoadable` against a real HTTP server on 127.0.0.1, through `URLSession`: the scripted cases.
+///
+/// Each test starts its own `LoopbackHTTPServer` (stopped when the test releases it) and its own
+/// ephemeral session. Nothing sleeps: a test waits for the server to see requests, or for the
+/// loadable to end its sync.
+@MainActor
+@Suite(.timeLimit(.minutes(1))) final class HTTPServerTests {
+    let session: URLSession
+
+    init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    func feed(
+        _ server: LoopbackHTTPServer,
+        path: String = "/feed",
+        maxBodySize: Int = 10_000,
+        authorization: HTTPAuthorization? = nil,
+        clock: any Clock<Duration> = ContinuousClock()
+    ) -> HTTPLoadable<Feed> {
+        HTTPLoadable<Feed>(
+            request: URLRequest(url: server.url(path)),
+            transport: session,
+            maxBodySize: maxBodySize,
+            authorization: authorization,
+            clock: clock
+        )
+    }
+
+    /// Syncs `loadable` and waits for the sync to end.
+    func sync(_ loadable: some SyncableLoadable) async {
+        loadable.sync()
+        try? await loadable.doneSyncing()
+    }
+
+    func httpError(_ loadable: HTTPLoadable<Feed>) throws -> HTTPLoadableError {
+        try #require(loadable.error as? HTTPLoadableError, "error: \(String(describing: loadable.error))")
+    }
+
+    @Test func a200WithAnETagThenA304() async throws {
+        let server = try LoopbackHTTPServer { request in
+            if request.header("If-None-Match") == #""v1""# { return .status(304, headers: [.init("ETag", #""v1""#)]) }
+            return .json(#"{"items":[1,2,3]}"#, headers: [.init("ETag", #""v1""#)])
+        }
+        let feed = feed(server)
+        await sync(feed)
+        #expect(feed.contents == Feed(items: [1, 2, 3]))
+        let recorder = Recorder(feed)
+        await sync(feed)
+        #expect(feed.loadableState == .didSyncSuccessfully)
+        #expect(feed.contents == Feed(items: [1, 2, 3]))
+        #expect(recorder.states == [.syncing, .didSyncSuccessfully])
+        #expect(server.requests.map { $0.header("If-None-Match") } == [nil, #""v1""#])
+    }
+
+    @Test func a429WithRetryAfterSetsTheSyncersDelay() async throws {
+        let server = try LoopbackHTTPServer { _ in
+            .status(429, headers: [.init("Retry-After", "120")], body: Data("slow down".utf8))
+        }
+        let clock = ManualClock()
+        let feed = feed(server, clock: clock)
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+        await sync(feed)
+        let error = try httpError(feed)
+        #expect(error.retryAfter == .seconds(120))
+        #expect(error.isRetryable)
+        #expect(error.description == "HTTP 429 (Retry-After: 120): slow down")
+        #expect(syncer.nextSyncIn == .seconds(120))
+    }
+
+    @Test func a500ThenA200UnderASyncer() async throws {
+        let answered = Locked(0)
+        let server = try LoopbackHTTPServer { _ in
+            let count = answered.withLock { count in
+                count += 1
+                return count
+            }
+            return count == 1 ? .status(500, body: Data("down".utf8)) : .json(#"{"items":[7]}"#)
+        }
+        let clock = ManualClock()
+        let feed = feed(server, clock: clock)
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+        await sync(feed)
+        #expect(feed.loadableState == .didFailToSync)
+        #expect(syncer.nextSyncIn == .seconds(1))
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(1))
+        await server.waitForRequests(2)
+        try? await feed.doneSyncing()
+        #expect(feed.loadableState == .didSyncSuccessfully)
+        #expect(feed.contents == Feed(items: [7]))
+    }
+
+    @Test func aSyncerDoesNotRetryA404() async throws {
+        let server = try LoopbackHTTPServer { _ in .status(404) }
+        let clock = ManualClock()
+        let feed = feed(server, clock: clock)
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+        await sync(feed)
+        #expect(try httpError(feed).isRetryable == false)
+        #expect(syncer.nextSyncIn == nil)
+    }
+
+    @Test func malformedJSONFailsAndKeepsTheContents() async throws {
+        let answered = Locked(0)
+        let server = try LoopbackHTTPServer { _ in
+            let count = answered.withLock { count in
+                count += 1
+                return count
+            }
+            return count == 1 ? .json(#"{"items":[1]}"#) : .json(#"{"items":[1,"#)
+        }
+        let feed = feed(server)
+        await sync(feed)
+        await sync(feed)
+        guard case .decoding = try httpError(feed) else {
+            Issue.record("expected .decoding, got \(String(describing: feed.error))")
+            return
+        }
+        #expect(feed.contents == Feed(items: [1]))
+    }
+
+    @Test func aBodyOverTheLimitWithItsLengthDeclared() async throws {
+        let server = try LoopbackHTTPServer { _ in
+            .json(#"{"items":[\#(Array(repeating: "1", count: 5_000).joined(separator: ","))]}"#)
+        }
+        let feed = feed(server, maxBodySize: 1_000)
+        await sync(feed)
+        guard case .tooLarge(1_000) = try httpError(feed) else {
+            Issue.record("expected .tooLarge, got \(String(describing: feed.error))")
+            return
+        }
+    }
+
+    @Test func aBodyOverTheLimitThatNeverEndsIsStoppedWhileItArrives() async throws {
+        // No length, 64 KB of body, then nothing more: a transport that buffered the whole body
+        // before checking would wait here until the time limit.
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+        let server = try LoopbackHTTPServer { _ in
+            .raw(Data(head.utf8) + Data(repeating: UInt8(ascii: " "), count: 65_536), thenHold: true)
+        }
+        let feed = feed(server, maxBodySize: 1_000)
+        await sync(feed)
+        guard case .tooLarge(1_000) = try httpError(feed) else {
+            Issue.record("expected .tooLarge, got \(String(describing: feed.error))")
+            return
+        }
+        await server.waitUntilNoConnectionIsHeld()
+    }
+
+    @Test func cancelSyncDuringAResponseHeldOpen() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.path == "/hold" ? .hold : .json(#"{"items":[1]}"#)
+        }
+        let feed = feed(server, path: "/hold")
+        feed.sync()
+        await server.waitForRequests(1)
+        #expect(server.heldConnectionCount == 1)
+        feed.cancelSync()
+        #expect(feed.loadableState == .idle)
+        // The request was cancelled for real: the client closed its connection.
+        await server.waitUntilNoConnectionIsHeld()
+        #expect(server.heldConnectionCount == 0)
+        #expect(feed.error == nil)
+    }
+
+    @Test func aRevokedTokenCausesOneRefreshFor50ConcurrentRequests() async throws {
+        struct TokenState {
+            var issued = 0
+            var valid: String?
+            var rejected = 0
+        }
+        let state = Locked(TokenState())
+        let server = try LoopbackHTTPServer { request in
+            switch request.path {
+            case "/token":
+                let token = state.withLock { state in
+                    state.issued += 1
+                    state.valid = "t\(state.issued)"
+                    return state.valid!
+                }
+                return .json("\"\(token)\"")
+            case "/revoke":
+                state.withLock { $0.valid = nil }
+                return .status(204)
+            default:
+                let isValid = state.withLock { state in
+                    let isValid = state.valid.map { request.header("Authorization") == "Bearer \($0)" } ?? false
+                    if !isValid { state.rejected += 1 }
+                    return isValid
+                }
+                return isValid ? .json(#"{"items":[1]}"#) : .status(401, headers: [.init("WWW-Authenticate", "Bearer")])
+            }
+        }
+        let token = HTTPLoadable<String>(request: URLRequest(url: server.url("/token")), transport: session)
+        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(30)))
+        let feeds = (0..<50).map { _ in feed(server, authorization: auth) }
+        for feed in feeds { feed.sync() }
+        for feed in feeds { try? await feed.doneSyncing() }
+        #expect(feeds.allSatisfy { $0.loadableState == .didSyncSuccessfully })
+        #expect(state.withLock { $0.issued } == 1)
+
+        _ = try await session.data(from: server.url("/revoke"))
+        for feed in feeds { feed.sync() }
+        for feed in feeds { try? await feed.doneSyncing() }
+        #expect(feeds.allSatisfy { $0.loadableState == .didSyncSuccessfully })
+        #expect(state.withLock { $0.issued } == 2)
+        #expect(state.withLock { $0.rejected } == 50)
+        // Every retry carried the new token; the rejected one was sent only once per request.
+        let sentAfterRevoke = server.requests.drop { $0.path != "/revoke" }.filter { $0.path == "/feed" }
+        #expect(sentAfterRevoke.count == 100)
+        #expect(sentAfterRevoke.filter { $0.header("Authorization") == "Bearer t1" }.count == 50)
+        #expect(sentAfterRevoke.filter { $0.header("Authorization") == "Bearer t2" }.count == 50)
+    }
+
+    // MARK: - Bad input from the server
+
+    @Test(arguments: [
+        ("garbage headers", "HTTP/1.1 200 OK\r\nthis is not a header\r\n\u{1}\u{2}: \r\n\r\n{\"items\":[2]}"),
+        ("a negative Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n{\"items\":[2]}"),
+        ("a body that ends early", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"items\":[2"),
+        ("a status line that is not one", "HTTP/1.1 abc\r\nContent-Length: 2\r\n\r\n{}"),
+        ("no status line at all", "hello\r\n\r\n"),
+        ("nothing", ""),
+        ("a huge Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n{}"),
+    ])
+    func badResponsesFailClearlyAndKeepTheContents(case name: String, response: String) async throws {
+        let answered = Locked(0)
+        let server = try LoopbackHTTPServer { _ in
+            let count = answered.withLock { count in
+                count += 1
+                return count
+            }
+            return count == 1 ? .json(#"{"items":[1]}"#) : .raw(Data(response.utf8))
+        }
+        let feed = feed(server)
+        await sync(feed)
+        #expect(feed.contents == Feed(items: [1]))
+        await sync(feed)
+        // The transport refuses every one of them (on Linux, through FoundationNetworking); the
+        // loadable fails with an HTTPLoadableError and keeps its contents.
+        #expect(feed.loadableState == .didFailToSync, "\(name)")
+        let error = try httpError(feed)
+        #expect(!error.isRetryable || error.description.hasPrefix("transport failed: "), "\(name): \(error)")
+        #expect(feed.contents != nil, "\(name)")
+    }
+
+    @Test(arguments: ["-5", "soon", "", "1.5", "Sun, 06 Nov 1994 08:49:37 GMT"])
+    func aRetryAfterThatIsNotValidIsIgnored(value: String) async throws {
+        // The server sends no Date header, so a date is not read either.
+        let server = try LoopbackHTTPServer { _ in
+            .raw(Data("HTTP/1.1 503 Service Unavailable\r\nRetry-After: \(value)\r\nContent-Length: 0\r\n\r\n".utf8))
+        }
+        let clock = ManualClock()
+        let feed = feed(server, clock: clock)
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+        await sync(feed)
+        let error = try httpError(feed)
+        #expect(error.retryAfter == nil)
+        #expect(syncer.nextSyncIn == .seconds(1))
+    }
+}
