@@ -4,9 +4,12 @@ struct DemoOptions: Equatable {
     var failureRate = 0.3
     var duration: Duration = .seconds(30)
     var showHelp = false
+    /// Run the HTTP tour (real requests to a loopback server) instead of the simulated one.
+    var http = false
 
     static let usage = """
         usage: loadable-demo [--seed N] [--failure-rate X] [--duration S] [--help]
+               loadable-demo --http
 
         A tour of Loadable: an access token refreshed by a syncer with backoff, API calls that wait
         for it, and a strict group of three feeds, printed as a timeline of simulated time.
@@ -14,6 +17,9 @@ struct DemoOptions: Equatable {
           --seed N           seed of every random choice; the same seed gives the same events (default 42)
           --failure-rate X   probability that an auth request fails, from 0 to 1 (default 0.3)
           --duration S       seconds of simulated app time, more than 0 and at most 3600 (default 30)
+          --http             instead, a tour of LoadableHTTP in real time (a few seconds) against a server it
+                             starts on 127.0.0.1; exits 1 if a step goes other than expected. Rejects --seed,
+                             --failure-rate and --duration, which are for the simulated tour
           --help             print this help
         """
 
@@ -26,6 +32,8 @@ struct DemoOptions: Equatable {
     static func parse(_ arguments: [String]) throws(Failure) -> DemoOptions {
         var options = DemoOptions()
         var remaining = arguments[...]
+        // The options of the simulated tour that were given, for the `--http` check.
+        var simulationOptions: [String] = []
         while let argument = remaining.popFirst() {
             var name = argument
             var inlineValue: String?
@@ -43,19 +51,25 @@ struct DemoOptions: Equatable {
             switch name {
             case "--help", "-h":
                 options.showHelp = true
+            case "--http":
+                guard inlineValue == nil else { throw Failure(message: "--http takes no value") }
+                options.http = true
             case "--seed":
+                simulationOptions.append(name)
                 let text = try value()
                 guard let seed = UInt64(text) else {
                     throw Failure(message: "--seed needs a whole number from 0 to \(UInt64.max), got '\(text)'")
                 }
                 options.seed = seed
             case "--failure-rate":
+                simulationOptions.append(name)
                 let text = try value()
                 guard let rate = Double(text), rate >= 0, rate <= 1 else {
                     throw Failure(message: "--failure-rate needs a number from 0 to 1, got '\(text)'")
                 }
                 options.failureRate = rate
             case "--duration":
+                simulationOptions.append(name)
                 let text = try value()
                 guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
                     throw Failure(message: "--duration needs seconds, more than 0 and at most 3600, got '\(text)'")
@@ -64,6 +78,10 @@ struct DemoOptions: Equatable {
             default:
                 throw Failure(message: "unknown option '\(argument)'")
             }
+        }
+        if options.http, let option = simulationOptions.first {
+            throw Failure(
+                message: "\(option) is for the simulated tour; --http runs in real time against a loopback server")
         }
         return options
     }

@@ -1,4 +1,4 @@
-// The Loadable tour: `swift run loadable-demo --help`.
+// The Loadable tour: `swift run loadable-demo --help`; `--http` for the tour of LoadableHTTP.
 //
 // Loadables live on the main actor. On Linux the main actor runs when the program has an async
 // entry point, like this top-level `await`.
@@ -21,6 +21,10 @@ func main() async -> Int32 {
     if options.showHelp {
         print(DemoOptions.usage)
         return 0
+    }
+    if options.http {
+        // Real time and a real server: nothing to replay, so the global executor stays as it is.
+        return await HTTPTour().run()
     }
     // Simulated time is replayable only if tasks woken at the same instant run in a fixed order.
     SerialExecution.install()
