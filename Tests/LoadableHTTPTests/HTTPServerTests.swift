@@ -43,6 +43,16 @@ import Testing
         )
     }
 
+    /// A syncer for `feed` with a backoff from 1 s to 60 s, on `clock`, always active and online.
+    func syncer(for feed: HTTPLoadable<Feed>, clock: ManualClock) -> LoadableSyncer {
+        LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+    }
+
     /// Syncs `loadable` and waits for the sync to end.
     func sync(_ loadable: some SyncableLoadable) async {
         loadable.sync()
@@ -75,12 +85,7 @@ import Testing
         }
         let clock = ManualClock()
         let feed = feed(server, clock: clock)
-        let syncer = LoadableSyncer(
-            feed,
-            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
-            clock: clock,
-            activity: ActivityMonitor()
-        )
+        let syncer = syncer(for: feed, clock: clock)
         await sync(feed)
         let error = try httpError(feed)
         #expect(error.retryAfter == .seconds(120))
@@ -90,22 +95,11 @@ import Testing
     }
 
     @Test func a500ThenA200UnderASyncer() async throws {
-        let answered = Locked(0)
-        let server = try LoopbackHTTPServer { _ in
-            let count = answered.withLock { count in
-                count += 1
-                return count
-            }
-            return count == 1 ? .status(500, body: Data("down".utf8)) : .json(#"{"items":[7]}"#)
-        }
+        let server = try LoopbackHTTPServer(
+            firstAnswer: .status(500, body: Data("down".utf8)), then: .json(#"{"items":[7]}"#))
         let clock = ManualClock()
         let feed = feed(server, clock: clock)
-        let syncer = LoadableSyncer(
-            feed,
-            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
-            clock: clock,
-            activity: ActivityMonitor()
-        )
+        let syncer = syncer(for: feed, clock: clock)
         await sync(feed)
         #expect(feed.loadableState == .didFailToSync)
         #expect(syncer.nextSyncIn == .seconds(1))
@@ -121,26 +115,14 @@ import Testing
         let server = try LoopbackHTTPServer { _ in .status(404) }
         let clock = ManualClock()
         let feed = feed(server, clock: clock)
-        let syncer = LoadableSyncer(
-            feed,
-            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
-            clock: clock,
-            activity: ActivityMonitor()
-        )
+        let syncer = syncer(for: feed, clock: clock)
         await sync(feed)
         #expect(try httpError(feed).isRetryable == false)
         #expect(syncer.nextSyncIn == nil)
     }
 
     @Test func malformedJSONFailsAndKeepsTheContents() async throws {
-        let answered = Locked(0)
-        let server = try LoopbackHTTPServer { _ in
-            let count = answered.withLock { count in
-                count += 1
-                return count
-            }
-            return count == 1 ? .json(#"{"items":[1]}"#) : .json(#"{"items":[1,"#)
-        }
+        let server = try LoopbackHTTPServer(firstAnswer: .json(#"{"items":[1]}"#), then: .json(#"{"items":[1,"#))
         let feed = feed(server)
         await sync(feed)
         await sync(feed)
@@ -256,14 +238,7 @@ import Testing
         ("a huge Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n{}"),
     ])
     func badResponsesFailClearlyAndKeepTheContents(case name: String, response: String) async throws {
-        let answered = Locked(0)
-        let server = try LoopbackHTTPServer { _ in
-            let count = answered.withLock { count in
-                count += 1
-                return count
-            }
-            return count == 1 ? .json(#"{"items":[1]}"#) : .raw(Data(response.utf8))
-        }
+        let server = try LoopbackHTTPServer(firstAnswer: .json(#"{"items":[1]}"#), then: .raw(Data(response.utf8)))
         let feed = feed(server)
         await sync(feed)
         #expect(feed.contents == Feed(items: [1]))
@@ -284,15 +259,24 @@ import Testing
         }
         let clock = ManualClock()
         let feed = feed(server, clock: clock)
-        let syncer = LoadableSyncer(
-            feed,
-            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
-            clock: clock,
-            activity: ActivityMonitor()
-        )
+        let syncer = syncer(for: feed, clock: clock)
         await sync(feed)
         let error = try httpError(feed)
         #expect(error.retryAfter == nil)
         #expect(syncer.nextSyncIn == .seconds(1))
+    }
+}
+
+extension LoopbackHTTPServer {
+    /// A server that answers its first request with `first` and every later one with `later`.
+    convenience init(firstAnswer first: Response, then later: Response) throws {
+        let answered = Locked(0)
+        try self.init { _ in
+            let count = answered.withLock { count in
+                count += 1
+                return count
+            }
+            return count == 1 ? first : later
+        }
     }
 }

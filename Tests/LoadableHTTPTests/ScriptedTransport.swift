@@ -138,3 +138,9 @@ final class ScriptedTransport: HTTPTransport, Sendable {
         finish(index, with: .failure(error))
     }
 }
+
+/// The status code of `error` when it is an `HTTPLoadableError.status`; `nil` otherwise.
+func statusCode(of error: (any Error)?) -> Int? {
+    guard case .status(let code, _, _)? = error as? HTTPLoadableError else { return nil }
+    return code
+}
