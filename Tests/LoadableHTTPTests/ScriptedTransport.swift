@@ -16,7 +16,8 @@ final class ScriptedTransport: HTTPTransport, Sendable {
 
     private enum Slot {
         case waiting(CheckedContinuation<(HTTPURLResponse, Data), any Error>)
-        case cancelledEarly
+        /// Answered (or cancelled) before the request's continuation was in place.
+        case endedEarly(Answer)
         case done
     }
 
@@ -58,19 +59,22 @@ final class ScriptedTransport: HTTPTransport, Sendable {
         for continuation in ready { continuation.resume() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let cancelled = state.withLock { state -> Bool in
-                    if case .cancelledEarly = state.slots[index] { return true }
+                let early = state.withLock { state -> Answer? in
+                    if case .endedEarly(let answer) = state.slots[index] {
+                        state.slots[index] = .done
+                        return answer
+                    }
                     state.slots[index] = .waiting(continuation)
-                    return false
+                    return nil
                 }
-                if cancelled { continuation.resume(throwing: CancellationError()) }
+                if let early { continuation.resume(with: early) }
             }
         } onCancel: {
             guard !ignoresCancellation else { return }
             let continuation = state.withLock { state -> CheckedContinuation<(HTTPURLResponse, Data), any Error>? in
                 state.cancelledCount += 1
                 guard case .waiting(let continuation) = state.slots[index] else {
-                    state.slots[index] = .cancelledEarly
+                    if state.slots[index] == nil { state.slots[index] = .endedEarly(.failure(CancellationError())) }
                     return nil
                 }
                 state.slots[index] = .done
@@ -109,13 +113,19 @@ final class ScriptedTransport: HTTPTransport, Sendable {
     /// Ends request `index` with `result`; returns whether it was still waiting.
     @discardableResult
     func finish(_ index: Int, with result: Answer) -> Bool {
-        let continuation = state.withLock { state -> CheckedContinuation<(HTTPURLResponse, Data), any Error>? in
-            guard case .waiting(let continuation) = state.slots[index] else { return nil }
+        let (continuation, accepted) = state.withLock {
+            state -> (CheckedContinuation<(HTTPURLResponse, Data), any Error>?, Bool) in
+            guard case .waiting(let continuation) = state.slots[index] else {
+                // Sent but not yet waiting: the answer waits for it.
+                guard state.slots[index] == nil, index < state.requests.count else { return (nil, false) }
+                state.slots[index] = .endedEarly(result)
+                return (nil, true)
+            }
             state.slots[index] = .done
-            return continuation
+            return (continuation, true)
         }
         continuation?.resume(with: result)
-        return continuation != nil
+        return accepted
     }
 
     /// Answers request `index` with `status`, `headers` and `body`.
