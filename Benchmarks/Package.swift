@@ -20,6 +20,7 @@ let package = Package(
                 .product(name: "Loadable", package: "Loadable"),
                 .product(name: "LoadableCaching", package: "Loadable"),
                 .product(name: "LoadableGroup", package: "Loadable"),
+                .product(name: "LoadableHTTP", package: "Loadable"),
                 .product(name: "LoadableSyncer", package: "Loadable"),
                 .product(name: "LoadableTesting", package: "Loadable"),
                 .product(name: "OpenCombine", package: "OpenCombine"),

@@ -24,12 +24,16 @@ struct Settings {
     var syncerCycles = 200_000
     /// Syncers made and released.
     var syncerInstances = 100_000
+    /// Sequential GETs per side and round of the HTTP scenario.
+    var httpRequests = 1_000
+    /// GETs per side before the HTTP scenario's rounds.
+    var httpWarmUpRequests = 100
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
         runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
         groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000, mutations: 50_000,
-        syncerCycles: 50_000, syncerInstances: 30_000)
+        syncerCycles: 50_000, syncerInstances: 30_000, httpRequests: 300)
 
     /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
     /// are not the goals'.
@@ -37,7 +41,7 @@ struct Settings {
         runs: 1, groupRuns: 1, syncCycles: 20_000, fanOutDeliveries: 20_000, groupSizes: [10_000],
         waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
         storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000,
-        syncerCycles: 10_000, syncerInstances: 10_000)
+        syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -47,6 +51,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
+        "http",
     ]
 
     static func main() async throws {
@@ -102,6 +107,7 @@ struct LoadableBenchmarks {
         if wants("persistence") { await runPersistence(settings, into: &report) }
         if wants("mutation") { await runMutation(settings, into: &report) }
         if wants("syncer") { await runSyncer(settings, into: &report) }
+        if wants("http") { await runHTTP(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {

@@ -1,0 +1,266 @@
+import Foundation
+import Loadable
+import LoadableHTTP
+import LoadableTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// HTTP loadables: sequential GETs of a 2 KB JSON body through ``HTTPLoadable``, against bare
+/// `URLSession.data(for:)` + `JSONDecoder` for the same requests, and a 304 revalidation against a
+/// full 200.
+///
+/// One ``LoopbackHTTPServer`` (127.0.0.1, keep-alive) and one ephemeral `URLSession`, shared by
+/// both sides so that both reuse the same connection. The server answers `/full-no-etag` with a
+/// 200 and the body, without validators, so each sync of a loadable decodes; and `/full` with a
+/// 200, the body and `ETag: "v1"`, or a 304 to `If-None-Match: "v1"`.
+///
+/// Each round, on the main actor, one after the other:
+/// - bare 200: `settings.httpRequests` times `session.data(for:)` of `/full-no-etag` (the request
+///   the loadable sends: same URL, `reloadIgnoringLocalCacheData`), status checked, body decoded
+///   with one `JSONDecoder`;
+/// - loadable 200: a new `HTTPLoadable` on `/full-no-etag` (made before the clock starts), as many
+///   times `sync()` + `doneSyncing()`;
+/// - loadable 304: a new `HTTPLoadable` on `/full`, synced once (the 200 that gives it its `ETag`)
+///   before the clock starts, then as many syncs, each a 304;
+/// - bare 304: `session.data(for:)` of `/full` with `If-None-Match: "v1"`, status checked.
+///
+/// The rounds alternate which side goes first; the figures are the best and the median round of
+/// each. Allocations are the whole process's: the server's thread and URLSession's threads count
+/// on both sides alike. A failed request stops the benchmark (exit status 1).
+@MainActor
+func runHTTP(_ settings: Settings, into report: inout Report) async {
+    let count = settings.httpRequests
+    let runs = max(settings.runs, 1)
+    let body = HTTPPayload.body
+    let statuses = StatusCounter()
+    let server: LoopbackHTTPServer
+    do {
+        server = try LoopbackHTTPServer(lifetime: .seconds(3_600)) { request in
+            let json = LoopbackHTTPServer.Header("Content-Type", "application/json")
+            let etag = LoopbackHTTPServer.Header("ETag", HTTPPayload.entityTag)
+            switch request.path {
+            case "/full-no-etag":
+                return .status(200, headers: [json], body: body)
+            case "/full" where request.header("If-None-Match") == HTTPPayload.entityTag:
+                statuses.countNotModified()
+                return .status(304, headers: [etag])
+            case "/full":
+                return .status(200, headers: [json, etag], body: body)
+            default:
+                return .status(404)
+            }
+        }
+    } catch {
+        failHTTP("cannot start the loopback server: \(error)")
+    }
+    let session = URLSession(configuration: .ephemeral)
+    defer {
+        session.invalidateAndCancel()
+        server.stop()
+    }
+
+    let fullRequest = httpRequest(server.url("/full-no-etag"))
+    let revalidatedURL = server.url("/full")
+    var conditionalRequest = httpRequest(revalidatedURL)
+    conditionalRequest.setValue(HTTPPayload.entityTag, forHTTPHeaderField: "If-None-Match")
+
+    /// `requests` times the bare request, status checked, the body decoded when it is a 200.
+    func bare(_ request: URLRequest, status: Int, _ requests: Int) async -> Sample {
+        let decoder = JSONDecoder()
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                let (data, response) = try await session.data(for: request)
+                guard let code = (response as? HTTPURLResponse)?.statusCode, code == status else {
+                    failHTTP("bare request to \(request.url?.path ?? "?"): expected \(status), got \(response)")
+                }
+                if status == 200 { blackHole(try decoder.decode(HTTPPayload.self, from: data)) }
+            } catch {
+                failHTTP("bare request to \(request.url?.path ?? "?") failed: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+
+    /// `requests` syncs of `loadable`, each waited for and checked.
+    func syncs(_ loadable: HTTPLoadable<HTTPPayload>, _ requests: Int) async -> Sample {
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            loadable.sync()
+            do {
+                try await loadable.doneSyncing()
+            } catch {
+                failHTTP("waiting for a sync failed: \(error)")
+            }
+            guard loadable.loadableState == .didSyncSuccessfully else {
+                failHTTP(
+                    "a sync of \(loadable.request.url?.path ?? "?") ended \(loadable.loadableState): "
+                        + String(describing: loadable.error))
+            }
+        }
+        let sample = stopwatch.stop()
+        guard loadable.contents?.products.count == HTTPPayload.productCount else {
+            failHTTP("the loadable's contents are not the payload")
+        }
+        return sample
+    }
+
+    func loadable200(_ requests: Int) async -> Sample {
+        await syncs(HTTPLoadable<HTTPPayload>(request: fullRequest, transport: session), requests)
+    }
+
+    /// A loadable on `/full` that has its `ETag` (one untimed 200), then `requests` syncs, all 304s.
+    func loadable304(_ requests: Int) async -> Sample {
+        let loadable = HTTPLoadable<HTTPPayload>(request: httpRequest(revalidatedURL), transport: session)
+        _ = await syncs(loadable, 1)
+        let notModifiedBefore = statuses.notModified
+        let sample = await syncs(loadable, requests)
+        guard statuses.notModified - notModifiedBefore == requests else {
+            failHTTP("expected \(requests) 304s, got \(statuses.notModified - notModifiedBefore)")
+        }
+        return sample
+    }
+
+    // Warm-up: the connection, URLSession's threads, the decoder, and the code of both sides.
+    let warmUp = settings.httpWarmUpRequests
+    _ = await bare(fullRequest, status: 200, warmUp)
+    _ = await loadable200(warmUp)
+    _ = await loadable304(warmUp)
+    _ = await bare(conditionalRequest, status: 304, warmUp)
+
+    var bare200: [Sample] = []
+    var loadable200Samples: [Sample] = []
+    var loadable304Samples: [Sample] = []
+    var bare304: [Sample] = []
+    for round in 0..<runs {
+        // They take turns going first, so that a busy moment of the machine slows each alike.
+        if round.isMultiple(of: 2) {
+            bare200.append(await bare(fullRequest, status: 200, count))
+            loadable200Samples.append(await loadable200(count))
+            loadable304Samples.append(await loadable304(count))
+            bare304.append(await bare(conditionalRequest, status: 304, count))
+        } else {
+            loadable200Samples.append(await loadable200(count))
+            bare200.append(await bare(fullRequest, status: 200, count))
+            bare304.append(await bare(conditionalRequest, status: 304, count))
+            loadable304Samples.append(await loadable304(count))
+        }
+    }
+
+    func fastest(_ samples: [Sample]) -> Sample { samples.min { $0.duration < $1.duration }! }
+    func median(_ samples: [Sample]) -> Sample { samples.sorted { $0.duration < $1.duration }[samples.count / 2] }
+    func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
+
+    let what = "\(count.formatted) GETs of \(body.count.formatted) B JSON"
+    func add(_ name: String, _ sample: Sample, against baseline: (String, Sample)? = nil) {
+        let value = microseconds(sample)
+        let baselineValue = baseline.map { microseconds($0.1) }
+        report.add(
+            Row(
+                scenario: "http: \(name)", value: value, unit: "µs/req",
+                allocationsPerOperation: sample.allocations(per: count), baseline: baseline?.0,
+                baselineValue: baselineValue, ratio: baselineValue.map { value / $0 }))
+    }
+    print("http: \(what) per side and round, \(runs) rounds; allocs/op include the server's and URLSession's")
+    for (kind, pick) in [("best", fastest), ("median", median)] as [(String, ([Sample]) -> Sample)] {
+        let bare200Sample = pick(bare200)
+        let loadable200Sample = pick(loadable200Samples)
+        let bare304Sample = pick(bare304)
+        add("bare 200: URLSession + JSONDecoder, \(kind)", bare200Sample)
+        add(
+            "HTTPLoadable 200 + decode, \(kind)", loadable200Sample,
+            against: ("bare 200 (URLSession + decode), \(kind)", bare200Sample))
+        add(
+            "HTTPLoadable 304, \(kind)", pick(loadable304Samples),
+            against: ("HTTPLoadable 200 + decode, \(kind)", loadable200Sample))
+        add("bare 304: URLSession, \(kind)", bare304Sample, against: ("bare 200, \(kind)", bare200Sample))
+        add(
+            "HTTPLoadable 304 vs bare 304, \(kind)", pick(loadable304Samples),
+            against: ("bare 304, \(kind)", bare304Sample))
+    }
+
+    let loadableBest = microseconds(fastest(loadable200Samples))
+    let loadableMedian = microseconds(median(loadable200Samples))
+    let bareBest = microseconds(fastest(bare200))
+    let bareMedian = microseconds(median(bare200))
+    let revalidationBest = microseconds(fastest(loadable304Samples))
+    let revalidationMedian = microseconds(median(loadable304Samples))
+    report.add(
+        Goal(
+            name: "http: \(what) through HTTPLoadable vs URLSession.data(for:) + JSONDecoder",
+            target: "<= 1.1x (median)",
+            measured: String(
+                format: "%.2fx median (%.1f µs vs %.1f µs per request); best of %d %.2fx (%.1f µs vs %.1f µs)",
+                loadableMedian / bareMedian, loadableMedian, bareMedian, runs, loadableBest / bareBest, loadableBest,
+                bareBest),
+            holds: loadableMedian / bareMedian <= 1.1))
+    report.add(
+        Goal(
+            name: "http: 304 revalidation vs a full 200 through HTTPLoadable",
+            target: "<= 0.7x (median)",
+            measured: String(
+                format: "%.2fx median (%.1f µs vs %.1f µs per request); best of %d %.2fx (%.1f µs vs %.1f µs)",
+                revalidationMedian / loadableMedian, revalidationMedian, loadableMedian, runs,
+                revalidationBest / loadableBest, revalidationBest, loadableBest),
+            holds: revalidationMedian / loadableMedian <= 0.7))
+}
+
+/// The JSON of every 200: a list of 20 small products, about 2 KB.
+private struct HTTPPayload: Codable, Sendable {
+    struct Product: Codable, Sendable {
+        var id: Int
+        var name: String
+        var price: Double
+        var tags: [String]
+        var stock: Int
+        var isAvailable: Bool
+    }
+
+    var products: [Product]
+
+    static let productCount = 20
+
+    static let entityTag = #""v1""#
+
+    /// The body, encoded once.
+    static let body: Data = {
+        let products = (0..<productCount).map { index in
+            Product(
+                id: 1_000 + index, name: "Product \(index)", price: 9.5 + Double(index) * 1.25,
+                tags: ["tag-\(index % 7)", "tag-\(index % 5)"], stock: index * 13 % 100,
+                isAvailable: !index.isMultiple(of: 4))
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        do {
+            return try encoder.encode(HTTPPayload(products: products))
+        } catch {
+            failHTTP("cannot encode the payload: \(error)")
+        }
+    }()
+}
+
+/// Counts the 304s the server sent, from its connection thread.
+private final class StatusCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var notModifiedCount = 0
+
+    var notModified: Int { lock.withLock { notModifiedCount } }
+
+    func countNotModified() { lock.withLock { notModifiedCount += 1 } }
+}
+
+/// A GET of `url` as ``HTTPLoadable`` sends it: `reloadIgnoringLocalCacheData`; a 10-second
+/// timeout, so that nothing waits for long.
+private func httpRequest(_ url: URL) -> URLRequest {
+    URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: 10)
+}
+
+/// Stops the benchmark: a failed request makes every figure meaningless.
+private func failHTTP(_ message: String) -> Never {
+    print("http benchmark: \(message)")
+    fflush(nil)
+    exit(1)
+}
