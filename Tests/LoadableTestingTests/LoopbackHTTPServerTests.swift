@@ -127,23 +127,6 @@ struct LoopbackHTTPServerTests {
         #expect(text.string == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n")
     }
 
-    @Test("Expect: 100-continue gets 100 Continue before the body is sent")
-    func expectContinue() async throws {
-        let server = try LoopbackHTTPServer { request in .status(200, body: request.body) }
-        let connection = try #require(RawConnection(port: server.port))
-        let interim = await onThread {
-            connection.write(
-                "PUT /x HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
-            return connection.read(count: 25)
-        }
-        #expect(String(decoding: interim, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")
-        let final = await onThread {
-            connection.write("body")
-            return connection.readToEnd()
-        }
-        #expect(final.string == "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody")
-    }
-
     @Test("a Content-Length given by the handler is sent as given, once, even when wrong")
     func explicitContentLength() async throws {
         let server = try LoopbackHTTPServer { request in
