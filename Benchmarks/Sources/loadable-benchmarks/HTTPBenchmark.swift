@@ -84,6 +84,24 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
         return stopwatch.stop()
     }
 
+    /// `requests` times the loadable's transport alone (`URLSession.send(_:maxBodySize:)`, with its
+    /// body-counting delegate on Linux), status checked, body decoded: the loadable's cost without
+    /// the loadable.
+    func transport(_ request: URLRequest, _ requests: Int) async -> Sample {
+        let decoder = JSONDecoder()
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                let (response, data) = try await session.send(request, maxBodySize: 10 * 1_024 * 1_024)
+                guard response.statusCode == 200 else { failHTTP("transport request: got \(response.statusCode)") }
+                blackHole(try decoder.decode(HTTPPayload.self, from: data))
+            } catch {
+                failHTTP("transport request failed: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+
     /// `requests` syncs of `loadable`, each waited for and checked.
     func syncs(_ loadable: HTTPLoadable<HTTPPayload>, _ requests: Int) async -> Sample {
         let stopwatch = Stopwatch.start()
@@ -129,11 +147,13 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
     _ = await loadable200(warmUp)
     _ = await loadable304(warmUp)
     _ = await bare(conditionalRequest, status: 304, warmUp)
+    _ = await transport(fullRequest, warmUp)
 
     var bare200: [Sample] = []
     var loadable200Samples: [Sample] = []
     var loadable304Samples: [Sample] = []
     var bare304: [Sample] = []
+    var transport200: [Sample] = []
     for round in 0..<runs {
         // They take turns going first, so that a busy moment of the machine slows each alike.
         if round.isMultiple(of: 2) {
@@ -141,7 +161,9 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
             loadable200Samples.append(await loadable200(count))
             loadable304Samples.append(await loadable304(count))
             bare304.append(await bare(conditionalRequest, status: 304, count))
+            transport200.append(await transport(fullRequest, count))
         } else {
+            transport200.append(await transport(fullRequest, count))
             loadable200Samples.append(await loadable200(count))
             bare200.append(await bare(fullRequest, status: 200, count))
             bare304.append(await bare(conditionalRequest, status: 304, count))
@@ -175,6 +197,9 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
         add(
             "HTTPLoadable 304, \(kind)", pick(loadable304Samples),
             against: ("HTTPLoadable 200 + decode, \(kind)", loadable200Sample))
+        add(
+            "transport alone (URLSession.send) + decode, \(kind)", pick(transport200),
+            against: ("bare 200, \(kind)", bare200Sample))
         add("bare 304: URLSession, \(kind)", bare304Sample, against: ("bare 200, \(kind)", bare200Sample))
         add(
             "HTTPLoadable 304 vs bare 304, \(kind)", pick(loadable304Samples),
