@@ -140,7 +140,9 @@ extension LoopbackHTTPServer {
     /// so releasing the server stops them.
     final class Core: Sendable {
         /// How long a connection may wait for its next request, and a send for room to write.
-        static let idleTimeout = Duration.seconds(10)
+        /// Generous, because a test's client may be a task that a loaded machine resumes seconds
+        /// late; it only bounds a connection that a client forgot.
+        static let idleTimeout = Duration.seconds(60)
         /// How long a closing connection keeps reading what the client still sends, so that the
         /// client reads the last response before it sees the close.
         static let lingerTimeout = Duration.seconds(1)

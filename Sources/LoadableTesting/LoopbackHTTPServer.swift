@@ -31,7 +31,7 @@ public import Foundation
 /// over 64 KB, 501 for a `Transfer-Encoding` body and 505 for an HTTP version other than 1.x.
 ///
 /// The server stops by itself: after `lifetime`, when ``stop()`` is called, or when it is
-/// released. Every wait inside is bounded: a connection that sends no request for 10 seconds is
+/// released. Every wait inside is bounded: a connection that sends no request for 60 seconds is
 /// closed, a held connection lasts until the client closes it or the server stops, and a client
 /// that hangs up at any point never raises `SIGPIPE` in the test process.
 ///
