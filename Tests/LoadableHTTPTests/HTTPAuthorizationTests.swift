@@ -36,7 +36,7 @@ final class TokenIssuer {
 
 /// The 401 rule of `HTTPAuthorization.bearer`, through a transport the test answers by hand.
 @MainActor
-@Suite(.timeLimit(.minutes(1))) struct HTTPAuthorizationTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPAuthorizationTests {
     let transport = ScriptedTransport()
     let issuer = TokenIssuer()
     let token: AsyncLoadable<String>

@@ -49,7 +49,7 @@ enum Guide {
 }
 
 @MainActor
-@Suite(.timeLimit(.minutes(1))) struct HTTPGuideTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPGuideTests {
     typealias Feed = Guide.Feed
 
     @Test func aFeedAndItsErrors() async throws {

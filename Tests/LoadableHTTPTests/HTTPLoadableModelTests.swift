@@ -18,7 +18,7 @@ import Testing
 /// both (taking a new `ETag` if it has one) and is an error otherwise; a late answer changes
 /// nothing; `cancelSync()` restores the state and error from before the sync. After every step
 /// the state, the contents, the error and the `If-None-Match` of every request sent must match.
-@Suite("HTTPLoadable's conditional requests against a reference model", .timeLimit(.minutes(1)))
+@Suite("HTTPLoadable's conditional requests against a reference model", .timeLimit(.minutes(5)))
 @MainActor
 struct HTTPLoadableModelTests {
     enum Answer: Equatable, CustomStringConvertible {

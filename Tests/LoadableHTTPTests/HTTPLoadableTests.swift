@@ -16,7 +16,7 @@ let feedURL = URL(string: "http://example.test/feed")!
 
 /// The rules of `HTTPLoadable`, through a transport the test answers by hand.
 @MainActor
-@Suite(.timeLimit(.minutes(1))) struct HTTPLoadableTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPLoadableTests {
     let transport = ScriptedTransport()
 
     func makeFeed(clock: any Clock<Duration> = ContinuousClock(), maxBodySize: Int = 1_000) -> HTTPLoadable<Feed> {

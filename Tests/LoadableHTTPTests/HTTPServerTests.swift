@@ -14,7 +14,7 @@ import Testing
 /// ephemeral session. Nothing sleeps: a test waits for the server to see requests, or for the
 /// loadable to end its sync.
 @MainActor
-@Suite(.timeLimit(.minutes(1))) final class HTTPServerTests {
+@Suite(.timeLimit(.minutes(5))) final class HTTPServerTests {
     let session: URLSession
 
     init() {
