@@ -82,7 +82,9 @@ final class TokenIssuer {
         struct AccessToken: Sendable { let value: String }
         let issuer = issuer
         let token = AsyncLoadable<AccessToken> { AccessToken(value: "s-\(await issuer.next())") }
-        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(10))) { $0.value }
+        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(10), clock: ManualClock())) {
+            $0.value
+        }
         let feed = makeFeed(auth)
         feed.sync()
         await transport.waitForRequests(1)

@@ -206,7 +206,9 @@ import Testing
             }
         }
         let token = HTTPLoadable<String>(request: URLRequest(url: server.url("/token")), transport: session)
-        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(30)))
+        // A manual clock: the waiter's timeout is not what this test is about, and a loaded
+        // machine must not reach it.
+        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(30), clock: ManualClock()))
         let feeds = (0..<50).map { _ in feed(server, authorization: auth) }
         for feed in feeds { feed.sync() }
         for feed in feeds { try? await feed.doneSyncing() }
