@@ -185,21 +185,11 @@ struct HTTPLoadableModelTests {
 
     @Test("200 random sequences of syncs, cancels and (late) answers match the model")
     func randomSequences() async {
-        let baseSeed: UInt64 = 0x4E7A_6000
-        for sequence in 0..<200 {
-            let seed = baseSeed &+ UInt64(sequence)
+        await checkRandomSequences(count: 200, baseSeed: 0x4E7A_6000) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
-            let operations = (0..<(Int(random.next() % 25) + 1)).map { _ in Self.randomOperation(&random) }
-            if let failure = await Self.mismatch(in: operations) {
-                let shortest = await shrink(operations) { await Self.mismatch(in: $0) != nil }
-                Issue.record(
-                    """
-                    seed \(seed): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(await Self.mismatch(in: shortest) ?? "?")
-                    """)
-                return
-            }
+            return (0..<(Int(random.next() % 25) + 1)).map { _ in Self.randomOperation(&random) }
+        } mismatch: {
+            await Self.mismatch(in: $0)
         }
     }
 }

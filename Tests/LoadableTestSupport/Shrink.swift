@@ -1,3 +1,5 @@
+public import Testing
+
 /// Removes operations from a failing sequence while it keeps failing, to report a short one.
 ///
 /// The model tests of every test target report the shortest failing sequence they can find with
@@ -35,4 +37,34 @@ public func shrink<Operation>(
         }
     }
     return current
+}
+
+/// Runs `count` random sequences of a model test, with seeds `baseSeed`, `baseSeed + 1`, …:
+/// `operations` makes a sequence from its seed, and `mismatch` runs it against the code and the
+/// reference model and describes the first difference (`nil` when there is none).
+///
+/// At the first failing sequence it records an issue with the seed, the failure, the shortest
+/// sequence that still fails (by `shrink(_:stillFails:)`) and that sequence's failure, and stops.
+@MainActor
+public func checkRandomSequences<Operation>(
+    count: Int,
+    baseSeed: UInt64,
+    operations makeOperations: (UInt64) -> [Operation],
+    mismatch: @MainActor ([Operation]) async -> String?,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    for sequence in 0..<count {
+        let seed = baseSeed &+ UInt64(sequence)
+        let operations = makeOperations(seed)
+        guard let failure = await mismatch(operations) else { continue }
+        let shortest = await shrink(operations) { await mismatch($0) != nil }
+        Issue.record(
+            """
+            seed \(seed): \(failure)
+            shortest failing sequence: \(shortest)
+            its failure: \(await mismatch(shortest) ?? "?")
+            """,
+            sourceLocation: sourceLocation)
+        return
+    }
 }

@@ -247,21 +247,11 @@ struct MutationModelTests {
 
     @Test("300 random interleavings of changes, commits and syncs match the fold over the base")
     func randomSequences() async {
-        let baseSeed: UInt64 = 0x0F7_1A15
-        for sequence in 0..<300 {
-            let seed = baseSeed &+ UInt64(sequence)
+        await checkRandomSequences(count: 300, baseSeed: 0x0F7_1A15) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
-            let operations = (0..<(Int(random.next() % 30) + 1)).map { _ in Self.randomOperation(&random) }
-            if let failure = await Self.mismatch(in: operations) {
-                let shortest = await shrink(operations) { await Self.mismatch(in: $0) != nil }
-                Issue.record(
-                    """
-                    seed \(seed): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(await Self.mismatch(in: shortest) ?? "?")
-                    """)
-                return
-            }
+            return (0..<(Int(random.next() % 30) + 1)).map { _ in Self.randomOperation(&random) }
+        } mismatch: {
+            await Self.mismatch(in: $0)
         }
     }
 }
