@@ -196,9 +196,14 @@ package final class LoadableCore {
     }
 
     /// The time since the contents were last confirmed; `nil` when never.
+    ///
+    /// Saturates at `Int64.max` nanoseconds (292 years): contents restored from an entry saved
+    /// longer ago than that (`Date.distantPast`) are that old, never a negative age.
     package var age: Duration? {
         guard storedConfirmedAt != .min else { return nil }
-        return LoadableTime.duration(now &- storedConfirmedAt)
+        let (age, overflow) = now.subtractingReportingOverflow(storedConfirmedAt)
+        guard overflow else { return LoadableTime.duration(age) }
+        return LoadableTime.duration(storedConfirmedAt < 0 ? .max : .min)
     }
 
     /// Records a confirmation of the contents now: the age restarts, an invalidation and a stale
