@@ -218,6 +218,19 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         finishChange(endingSync: false)
     }
 
+    /// Stores contents that are not a confirmation, and notifies once: the state, the error, the
+    /// failure record, the age and an invalidation stay, and nothing is saved.
+    ///
+    /// For a page appended to a `PagedLoadable`: loading more of a list is not syncing it, so it
+    /// must neither make old contents look fresh nor count as a success or a failure.
+    ///
+    /// - Parameter contents: The new contents.
+    final func storeUnconfirmedContents(_ contents: Contents) {
+        core.willChange()
+        storeBaseContents(contents)
+        finishChange(endingSync: false)
+    }
+
     // MARK: - Optimistic changes
 
     /// Shows a change at once, runs `commit` (the call that makes it on the server), and keeps

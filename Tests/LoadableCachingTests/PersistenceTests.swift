@@ -670,6 +670,29 @@ struct PersistenceSaveTests {
         #expect(await cache.completedSaveCount == 1)
     }
 
+    @Test("a next page of a PagedLoadable is not saved: paging is not a confirmation; the next refresh saves")
+    func nextPageIsNotSaved() async throws {
+        let wall = PersistenceWallClock()
+        let cache = ScriptedPersistenceCache()
+        let list = PagedLoadable<Int, Int>(clock: ManualClock()) { cursor in
+            cursor == nil ? .init(items: [1, 2], nextCursor: 3) : .init(items: [3], nextCursor: nil)
+        }
+        let persistence = list.persist(in: cache, key: "k", now: wall.function)
+        list.sync()
+        try await list.doneSyncing()
+        await persistence.flush()
+        #expect(await cache.operations == [.load, .save])
+        wall.advance(by: 60)
+        list.loadNextPage()
+        try await list.doneLoadingNextPage()
+        #expect(list.contents == [1, 2, 3])
+        await persistence.flush()
+        #expect(await cache.operations == [.load, .save])
+        let entry = try #require(await cache.entry("k"))
+        #expect(try JSONDecoder().decode([Int].self, from: entry.data) == [1, 2])
+        #expect(entry.savedAt == wall.at(0))
+    }
+
     @Test("the restored contents are not saved; a later setDidSyncSuccessfully() saves them")
     func restoreIsUnsavedChange() async throws {
         let wall = PersistenceWallClock()
