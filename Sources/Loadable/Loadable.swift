@@ -201,8 +201,11 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     func willBeginSync() {}
 
     /// Calls ``sync()`` if ``needsSync`` is `true`.
+    ///
+    /// Deciding is not a read for Observation: ``needsSync`` is read untracked, so a loadable
+    /// that only the package's bookkeeping syncs (a syncer, a group, a store) gets no registrar.
     public final func syncIfNeeded() {
-        if needsSync { sync() }
+        if LoadableCore.readUntracked({ needsSync }) { sync() }
     }
 
     /// Does the work of a sync; every subclass overrides it.

@@ -143,7 +143,8 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Use it after changing contents that ``isContentsAvailable`` accounts for. Calling it while
     /// no contents are available is a programmer error and stops the program.
     public final func setDidSyncSuccessfully() {
-        guard isContentsAvailable else {
+        // Untracked: a setter is not a read for Observation.
+        guard core.readUntracked({ isContentsAvailable }) else {
             // `fatalError` (unlike `precondition`) prints its message in release builds too.
             fatalError(
                 "\(type(of: self)).setDidSyncSuccessfully() called while isContentsAvailable is false: "

@@ -127,7 +127,8 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     /// between; the sync is skipped while one runs.
     private func tick() {
         scheduleNextTick()
-        guard loadableState != .syncing else { return }
+        // The core's state: a tick is not a read for Observation.
+        guard core.state != .syncing else { return }
         sync()
     }
 
