@@ -82,7 +82,11 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
         case .success(let contents): setDidSyncSuccessfully(contents)
         case .failure(let error as ContentsConfirmed):
             // Confirmed without new contents (an HTTP 304): the sync succeeds, contents untouched.
-            if isContentsAvailable { setDidSyncSuccessfully() } else { setDidFailToSync(error.fallback) }
+            if core.readUntracked({ isContentsAvailable }) {
+                setDidSyncSuccessfully()
+            } else {
+                setDidFailToSync(error.fallback)
+            }
         case .failure(let error): setDidFailToSync(error)
         }
     }

@@ -47,7 +47,9 @@ package struct ClockTimer: Sendable {
     /// an armed one.
     ///
     /// - Parameters:
-    ///   - delay: How long to sleep; `.zero` or less fires on a coming turn of the main actor.
+    ///   - delay: How long to sleep, any length (a delay beyond ``ElapsedClock/longestSleep`` is
+    ///     slept in chunks, see ``ElapsedClock/sleep(for:)``); `.zero` or less fires on a coming
+    ///     turn of the main actor.
     ///   - clock: The clock to sleep on.
     ///   - fire: Called on the main actor once the sleep ended, with the generation of this arming;
     ///     pass it to ``fired(_:)`` before doing anything. Not called when the task was cancelled

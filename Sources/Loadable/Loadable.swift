@@ -48,6 +48,9 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
 
     /// The time since the contents were last confirmed: by a successful sync, by
     /// ``PushLoadable/setContents(_:)`` or ``PushLoadable/updateContents(_:)``; `nil` when never.
+    ///
+    /// Never negative on a clock that goes forward; it saturates at `Int64.max` nanoseconds (292
+    /// years), the age of contents restored from an entry saved longer ago than that.
     public final var age: Duration? {
         core.trackAccess()
         return core.age
@@ -58,7 +61,8 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// While the loadable has observers and fresh contents, it notifies them once when the
     /// contents turn stale by age (one timer on its clock), so a "stale" badge updates by itself.
     /// Setting it is not a notification. Must not be negative: a negative value stops the program
-    /// with a message.
+    /// with a message. Any length up to `.seconds(Int64.max)` is valid (it saturates at 292 years:
+    /// practically never).
     public final var maxAge: Duration? {
         get { core.extras?.maxAge }
         set {
@@ -123,7 +127,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     ///
     /// Measured on the loadable's clock from the moment the sync began. Applies to syncs that
     /// begin after it is set. Must be greater than `.zero`: anything else stops the program with
-    /// a message.
+    /// a message. Any length up to `.seconds(Int64.max)` is valid.
     public final var syncTimeout: Duration? {
         get { core.extras?.syncTimeout }
         set {
@@ -137,7 +141,8 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
 
     /// After how long a running sync counts as slow (``isSlowSync``); `nil` (the default): never.
     ///
-    /// Must be greater than `.zero`: anything else stops the program with a message.
+    /// Must be greater than `.zero`: anything else stops the program with a message. Any length up
+    /// to `.seconds(Int64.max)` is valid.
     public final var slowSyncAfter: Duration? {
         get { core.extras?.slowSyncAfter }
         set {
@@ -196,8 +201,11 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     func willBeginSync() {}
 
     /// Calls ``sync()`` if ``needsSync`` is `true`.
+    ///
+    /// Deciding is not a read for Observation: ``needsSync`` is read untracked, so a loadable
+    /// that only the package's bookkeeping syncs (a syncer, a group, a store) gets no registrar.
     public final func syncIfNeeded() {
-        if needsSync { sync() }
+        if LoadableCore.readUntracked({ needsSync }) { sync() }
     }
 
     /// Does the work of a sync; every subclass overrides it.

@@ -35,8 +35,6 @@ package final class LoadableCore {
     private var storedState: LoadableState = .idle
     /// The state before the current sync began, restored by a cancelled sync.
     private var stateBeforeSyncing: LoadableState = .idle
-    /// Set while ``readUntracked(_:)`` runs, so that reads do not tell Observation.
-    private var isReadingUntracked = false
     private var storedHasContents = false
     private var storedIsSyncAwaitingDoSync = false
     /// ``Freshness`` bits: invalidated, a sync pending after the running one, slow sync, stale
@@ -196,9 +194,14 @@ package final class LoadableCore {
     }
 
     /// The time since the contents were last confirmed; `nil` when never.
+    ///
+    /// Saturates at `Int64.max` nanoseconds (292 years): contents restored from an entry saved
+    /// longer ago than that (`Date.distantPast`) are that old, never a negative age.
     package var age: Duration? {
         guard storedConfirmedAt != .min else { return nil }
-        return LoadableTime.duration(now &- storedConfirmedAt)
+        let (age, overflow) = now.subtractingReportingOverflow(storedConfirmedAt)
+        guard overflow else { return LoadableTime.duration(age) }
+        return LoadableTime.duration(storedConfirmedAt < 0 ? .max : .min)
     }
 
     /// Records a confirmation of the contents now: the age restarts, an invalidation and a stale
@@ -302,9 +305,10 @@ package final class LoadableCore {
     // `withMutation` does, without its closure) and one notification round; a read costs one
     // `access`. Nothing here allocates once the registrar exists.
 
-    /// Tells Observation that the loadable was read (every public getter calls it).
+    /// Tells Observation that the loadable was read (every public getter calls it), unless
+    /// ``readUntracked(_:)`` runs.
     package func trackAccess() {
-        guard !isReadingUntracked else { return }
+        guard !Self.isReadingUntracked else { return }
         let observation = storedExtras?.observation ?? makeObservationState()
         observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
@@ -333,16 +337,32 @@ package final class LoadableCore {
         notify(subject)
     }
 
-    /// Runs `body` with Observation tracking suspended for this loadable.
+    /// Set while ``readUntracked(_:)`` runs: reads of every loadable of the package then do not
+    /// tell Observation.
+    @exclusivity(unchecked) private static var isReadingUntracked = false
+
+    /// Runs `body` with Observation tracking suspended for every loadable of the package.
     ///
-    /// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so
-    /// it should neither count as an Observation access nor create the registrar (which would
-    /// then cost every later change a registrar mutation).
-    package func readUntracked<Value>(_ body: () -> Value) -> Value {
+    /// For the package's own bookkeeping: a group following its members, a sync deciding whether
+    /// it is needed, a timer's tick, a stream or a wait reading its condition. None of them is a
+    /// read by a view, so none should count as an Observation access or create a registrar
+    /// (which would then cost every later change of that loadable a registrar mutation). Every
+    /// loadable read inside `body`, not only one, is untracked: a proxy, a lease or a mapped
+    /// loadable reads what it stands for through its getters.
+    ///
+    /// Keep `body` to reads: code that changes a loadable runs its observers, and an observer
+    /// that starts Observation tracking of its own must not run inside it.
+    package static func readUntracked<Value>(_ body: () -> Value) -> Value {
         let wasReadingUntracked = isReadingUntracked
         isReadingUntracked = true
         defer { isReadingUntracked = wasReadingUntracked }
         return body()
+    }
+
+    /// The same as the static ``readUntracked(_:)``: every loadable read inside `body`, this one
+    /// and any other, is untracked.
+    package func readUntracked<Value>(_ body: () -> Value) -> Value {
+        Self.readUntracked(body)
     }
 
     // MARK: - Observers

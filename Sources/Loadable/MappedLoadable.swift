@@ -41,9 +41,13 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
         }
     }
 
+    /// Recomputes the contents from the source's, read untracked (following the source is not a
+    /// read by a view).
     private func refresh() {
-        let isSourceContentsAvailable = source.isContentsAvailable
-        if isSourceContentsAvailable, let sourceContents = source.contents {
+        let (isSourceContentsAvailable, sourceContents) = LoadableCore.readUntracked {
+            (source.isContentsAvailable, source.contents)
+        }
+        if isSourceContentsAvailable, let sourceContents {
             storedContents = transform(sourceContents)
         } else if !isSourceContentsAvailable {
             storedContents = nil

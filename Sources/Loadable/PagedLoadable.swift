@@ -40,6 +40,11 @@
 ///   spinner or a retry row while ``PushLoadable/loadableState`` stays as it is (usually
 ///   ``LoadableState/didSyncSuccessfully``). Observers are notified of every change of it.
 ///
+/// Paging is not syncing: ``Loadable/age``, an invalidation, ``PushLoadable/lastError`` and
+/// ``PushLoadable/consecutiveFailures`` describe the refresh alone. A loaded next page does not
+/// make the list fresh (the age goes on from the last refresh, an invalidated list stays stale),
+/// and neither a loaded nor a failed next page counts as a success or a failure of the list.
+///
 /// ``loadNextPage()`` does nothing before a first page was loaded, at the end of the list
 /// (``hasMorePages`` is `false`), while a next page is loading and while a refresh runs. A refresh
 /// cancels a next page in flight and resets ``nextPageState`` to ``LoadableState/idle`` when it
@@ -182,10 +187,14 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
     /// Moves ``nextPageState`` to ``LoadableState/syncing`` (clearing ``nextPageError``), notifies
     /// observers, and loads the page after ``nextCursor``. On success the page's items are appended
     /// to the contents, ``nextCursor`` moves on and ``nextPageState`` goes back to
-    /// ``LoadableState/idle``, all in one notification; the loadable's own state and error do not
-    /// change. On failure every item stays, ``nextPageState`` becomes
-    /// ``LoadableState/didFailToSync`` with ``nextPageError``, and observers are notified; calling
-    /// this method again retries.
+    /// ``LoadableState/idle``, all in one notification. On failure every item stays,
+    /// ``nextPageState`` becomes ``LoadableState/didFailToSync`` with ``nextPageError``, and
+    /// observers are notified; calling this method again retries.
+    ///
+    /// Paging is not syncing: whatever the next page brings, the loadable's own state and error,
+    /// ``PushLoadable/lastError``, ``PushLoadable/consecutiveFailures``, ``Loadable/age`` and an
+    /// invalidation (``Loadable/isStale``) stay as the last refresh left them, and a persisted
+    /// list does not save the appended items (it saves what refreshes and writes confirm).
     ///
     /// Does nothing while a next page is loading, while a refresh runs, before a first page was
     /// loaded and at the end of the list (when ``hasMorePages`` is `false`). Call it when the last
@@ -279,11 +288,12 @@ open class PagedLoadable<Item, Cursor>: Loadable<[Item]> {
         guard nextPageTask.finish(generation), storedNextPageState == .syncing else { return }
         switch result {
         case .success(let page):
-            // One notification for the new items and the footer; the loadable's state stays.
+            // One notification for the new items and the footer. Paging is not syncing: the
+            // state, the error, the failure record, the age and an invalidation stay.
             storedNextPageState = .idle
             storedNextPageError = nil
             storedNextCursor = page.nextCursor
-            update(state: storedState, error: core.error, contents: (baseContents ?? []) + page.items)
+            storeUnconfirmedContents((baseContents ?? []) + page.items)
         case .failure(let error):
             changePaging {
                 storedNextPageState = .didFailToSync

@@ -46,17 +46,20 @@ extension PureLoadable {
 extension PureLoadable {
     /// A stream yielding `value(self)` now and after every notification; it ends when the
     /// loadable is released or the consumer is cancelled.
+    ///
+    /// `value` is read untracked: a stream is not a view, and must not give the loadable an
+    /// Observation registrar.
     package func makeStream<Element: Sendable>(
         bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy,
         _ value: @escaping @MainActor (Self) -> Element
     ) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
-        continuation.yield(value(self))
+        continuation.yield(LoadableCore.readUntracked { value(self) })
         // The observer owns the finisher: when the loadable (and so its observers) goes away, the
         // finisher's deinit ends the stream.
         let finisher = StreamFinisher(continuation)
         let observation = observe { loadable in
-            finisher.continuation.yield(value(loadable))
+            finisher.continuation.yield(LoadableCore.readUntracked { value(loadable) })
         }
         let box = ObservationBox(observation)
         continuation.onTermination = { _ in
@@ -67,16 +70,19 @@ extension PureLoadable {
 
     /// Suspends until `condition(self)` holds (checked now and after every notification).
     ///
+    /// `condition` is read untracked: a wait is not a view, and must not give the loadable an
+    /// Observation registrar.
+    ///
     /// - Throws: `CancellationError` if the waiting task is cancelled; only that wait ends.
     package func wait(until condition: @escaping @MainActor (Self) -> Bool) async throws {
         try Task.checkCancellation()
-        if condition(self) { return }
+        if LoadableCore.readUntracked({ condition(self) }) { return }
         let waiter = ConditionWait()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiter.start(continuation) {
                     observe { loadable in
-                        if condition(loadable) { waiter.finish(.success(())) }
+                        if LoadableCore.readUntracked({ condition(loadable) }) { waiter.finish(.success(())) }
                     }
                 }
             }

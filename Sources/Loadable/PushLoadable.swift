@@ -143,7 +143,8 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Use it after changing contents that ``isContentsAvailable`` accounts for. Calling it while
     /// no contents are available is a programmer error and stops the program.
     public final func setDidSyncSuccessfully() {
-        guard isContentsAvailable else {
+        // Untracked: a setter is not a read for Observation.
+        guard core.readUntracked({ isContentsAvailable }) else {
             // `fatalError` (unlike `precondition`) prints its message in release builds too.
             fatalError(
                 "\(type(of: self)).setDidSyncSuccessfully() called while isContentsAvailable is false: "
@@ -215,6 +216,19 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         storeBaseContents(contents)
         core.confirmRestoredContents(age: age)
+        finishChange(endingSync: false)
+    }
+
+    /// Stores contents that are not a confirmation, and notifies once: the state, the error, the
+    /// failure record, the age and an invalidation stay, and nothing is saved.
+    ///
+    /// For a page appended to a `PagedLoadable`: loading more of a list is not syncing it, so it
+    /// must neither make old contents look fresh nor count as a success or a failure.
+    ///
+    /// - Parameter contents: The new contents.
+    final func storeUnconfirmedContents(_ contents: Contents) {
+        core.willChange()
+        storeBaseContents(contents)
         finishChange(endingSync: false)
     }
 

@@ -18,7 +18,11 @@ extension SyncableLoadable {
         try Task.checkCancellation()
         if forceSync { sync() } else { syncIfNeeded() }
         try await doneSyncing()
-        switch loadableState {
+        // Untracked: waiting is not a read by a view.
+        let (state, error, isContentsAvailable) = LoadableCore.readUntracked {
+            (loadableState, self.error, self.isContentsAvailable)
+        }
+        switch state {
         case .didFailToSync:
             throw error ?? LoadableError.unspecified
         case .didSyncSuccessfully:
@@ -55,8 +59,11 @@ extension SyncableLoadable where Self: ContentsLoadable {
     ///   waiting task does not cancel the sync.
     public func syncedContents(forceSync: Bool = false) async throws -> Contents {
         try await synced(forceSync: forceSync)
-        if isContentsAvailable, let contents { return contents }
-        if loadableState == .didSyncSuccessfully { throw LoadableError.unspecified }
+        let (state, contents) = LoadableCore.readUntracked {
+            (loadableState, isContentsAvailable ? self.contents : nil)
+        }
+        if let contents { return contents }
+        if state == .didSyncSuccessfully { throw LoadableError.unspecified }
         throw CancellationError()
     }
 }

@@ -122,7 +122,7 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     private var currentContents: Value.Contents? {
         if isShowingPlaceholder { return placeholderContents }
         guard let lease, lease.loadable.statusUntrackedWherePossible.isContentsAvailable else { return nil }
-        return lease.loadable.contents
+        return LoadableCore.readUntracked { lease.loadable.contents }
     }
 
     private var isShowingPlaceholder: Bool {

@@ -41,7 +41,9 @@ extension Loadable where Contents: Codable & Sendable {
     ///   - version: The version of the contents' encoding; raise it when `Contents` changes so
     ///     that older entries are not decoded as the new type.
     ///   - maxRestoreAge: Entries saved longer ago than this are not restored; `nil` (the default)
-    ///     restores any age. Negative stops the program.
+    ///     restores any age, and any length up to `.seconds(Int64.max)` is valid. Negative stops
+    ///     the program. An entry saved longer ago than `Duration` counts in nanoseconds (292
+    ///     years; `Date.distantPast`) is restored with the largest `age`, never a negative one.
     ///   - encoder: Encodes the contents.
     ///   - decoder: Decodes the contents.
     ///   - now: The wall-clock time, for `savedAt` and the age of a restored entry; by default the

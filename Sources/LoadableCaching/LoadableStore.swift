@@ -82,7 +82,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     ///
     /// - Parameters:
     ///   - retention: How long an entry is kept after its last lease ended; `.zero` drops it at
-    ///     once. Negative stops the program.
+    ///     once, and any length up to `.seconds(Int64.max)` is valid. Negative stops the program.
     ///   - maxRetained: How many entries without leases are kept at most, least recently released
     ///     dropped first; `nil` (the default) for no limit. Negative stops the program.
     ///   - clock: The clock retention runs on.
@@ -410,7 +410,7 @@ extension LoadableStore {
     ///     keys; a cache shared with other stores needs a prefix per store.
     ///   - version: The version of the contents' encoding.
     ///   - maxRestoreAge: Entries saved longer ago than this are not restored; `nil` restores any
-    ///     age. Negative stops the program.
+    ///     age, and any length up to `.seconds(Int64.max)` is valid. Negative stops the program.
     ///   - encoder: Encodes the contents.
     ///   - decoder: Decodes the contents.
     ///   - now: The wall-clock time; by default the system's.

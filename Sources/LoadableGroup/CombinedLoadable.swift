@@ -33,7 +33,8 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
 {
     /// The observers and the Observation registrar.
     package let core = LoadableCore()
-    private let group: LoadableGroup
+    /// The strict group of the members that this loadable follows.
+    package let group: LoadableGroup
     private let compute: @MainActor () -> Contents?
     private var storedContents: Contents?
 
@@ -56,9 +57,10 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
         }
     }
 
-    /// Recomputes the contents, or clears them when a member has none.
+    /// Recomputes the contents, or clears them when a member has none; the members' contents
+    /// are read untracked (following them is not a read by a view).
     private func refresh() {
-        storedContents = group.untrackedStatus.isContentsAvailable ? compute() : nil
+        storedContents = group.untrackedStatus.isContentsAvailable ? LoadableCore.readUntracked(compute) : nil
     }
 
     /// `transform` of the members' contents while all members have contents; `nil` otherwise.
@@ -84,7 +86,7 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     /// - Complexity: O(n) in the number of members, on each read.
     public var error: (any Error)? {
         core.trackAccess()
-        return group.core.readUntracked { group.groupError }
+        return LoadableCore.readUntracked { group.groupError }
     }
 
     /// Whether every member's contents are available and the combined contents exist.

@@ -92,7 +92,7 @@ public final class LoadableChain: Loadable<Void> {
                 for item in items { item.loadable.beginUseIfCounted() }
                 for item in oldValue { item.loadable.endUseIfCounted() }
             }
-            guard loadableState == .syncing else { return }
+            guard core.state == .syncing else { return }
             endRun()
             run(from: 0)
         }
@@ -153,7 +153,7 @@ public final class LoadableChain: Loadable<Void> {
         let item = currentIndex.map { items[$0].loadable }
         let startedByChain = startedCurrentItemSync
         endRun()
-        if startedByChain, let item, item.loadableState == .syncing { item.cancelSync() }
+        if startedByChain, let item, item.statusUntrackedWherePossible.state == .syncing { item.cancelSync() }
     }
 
     /// Marks every item stale without syncing them one by one, then applies the rule of every
@@ -188,9 +188,11 @@ public final class LoadableChain: Loadable<Void> {
 
     /// Syncs items from `start` on, looping through those that finish synchronously, until one
     /// keeps syncing (then observes it) or the chain ends.
+    ///
+    /// The chain and its items are read untracked: running the chain is not a read by a view.
     private func run(from start: Int) {
         var index = start
-        while loadableState == .syncing {
+        while core.state == .syncing {
             step += 1
             let step = step
             guard index < items.count else {
@@ -200,15 +202,15 @@ public final class LoadableChain: Loadable<Void> {
             }
             currentIndex = index
             let item = items[index].loadable
-            let wasSyncing = item.loadableState == .syncing
+            let wasSyncing = item.statusUntrackedWherePossible.state == .syncing
             item.syncIfNeeded()
-            startedCurrentItemSync = !wasSyncing && item.loadableState == .syncing
+            startedCurrentItemSync = !wasSyncing && item.statusUntrackedWherePossible.state == .syncing
             // The item's observers may have cancelled, restarted or reconfigured the chain.
-            guard step == self.step, loadableState == .syncing else { return }
-            if item.loadableState == .syncing {
+            guard step == self.step, core.state == .syncing else { return }
+            if item.statusUntrackedWherePossible.state == .syncing {
                 let observation = item.addObserver { [weak self] item in
-                    guard let self, step == self.step, self.loadableState == .syncing,
-                        item.loadableState != .syncing
+                    guard let self, step == self.step, self.core.state == .syncing,
+                        item.statusUntrackedWherePossible.state != .syncing
                     else { return }
                     self.itemObservation?.cancel()
                     self.itemObservation = nil
@@ -232,14 +234,15 @@ public final class LoadableChain: Loadable<Void> {
         let item = items[index]
         // A failed item fails the chain even with stale contents: proceeding on them would hide
         // the failure (MMMLoadable's chain did that).
-        guard item.loadable.isContentsAvailable, item.loadable.loadableState != .didFailToSync else {
-            let error = LoadableChainError(index: index, underlying: item.loadable.error)
+        let (state, isContentsAvailable) = item.loadable.statusUntrackedWherePossible
+        guard isContentsAvailable, state != .didFailToSync else {
+            let error = LoadableChainError(index: index, underlying: LoadableCore.readUntracked { item.loadable.error })
             endRun()
             setDidFailToSync(error)
             return nil
         }
         let action = item.whenContentsAvailable?() ?? .proceed
-        guard step == self.step, loadableState == .syncing else { return nil }
+        guard step == self.step, core.state == .syncing else { return nil }
         switch action {
         case .proceed:
             return index + 1

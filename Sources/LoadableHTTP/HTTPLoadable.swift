@@ -139,7 +139,9 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     func load() async throws -> Contents {
         var request = request
         request.cachePolicy = .reloadIgnoringLocalCacheData
-        let isConditional = loadable?.isContentsAvailable == true && validators.apply(to: &request)
+        // Untracked: a sync is not a read by a view, and must not give the loadable a registrar.
+        let isConditional =
+            loadable?.statusUntrackedWherePossible.isContentsAvailable == true && validators.apply(to: &request)
         let exchange = Exchange<Contents>(
             transport: transport,
             decoder: decoder,
@@ -160,7 +162,7 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         }
         // The answer counts only if the sync it belongs to is still the current one: otherwise
         // the loadable drops it, and its validators must go with it.
-        let isCurrent = !Task.isCancelled && loadable?.loadableState == .syncing
+        let isCurrent = !Task.isCancelled && loadable?.statusUntrackedWherePossible.state == .syncing
         switch outcome {
         case .decoded(let contents, let newValidators):
             if isCurrent { validators = newValidators }

@@ -32,7 +32,8 @@
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor
 open class AutosyncLoadable<Contents>: Loadable<Contents> {
-    /// The time between two refreshes while observed; greater than `.zero`.
+    /// The time between two refreshes while observed; greater than `.zero`, any length up to
+    /// `.seconds(Int64.max)` ("practically never").
     public let autosyncInterval: Duration
 
     /// The monitor the ticks follow to pause and catch up.
@@ -49,7 +50,8 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     ///
     /// - Parameters:
     ///   - contents: Contents to start with, if any.
-    ///   - autosyncInterval: The time between two refreshes; greater than `.zero`.
+    ///   - autosyncInterval: The time between two refreshes; greater than `.zero`. Any length up to
+    ///     `.seconds(Int64.max)` is valid: the timer sleeps in chunks on the real clock.
     ///   - clock: The clock the timer sleeps on; a `ManualClock` in tests.
     ///   - activity: The monitor to follow: ``ActivityMonitor/system`` by default; an
     ///     `ActivityMonitor()` the test drives in tests.
@@ -125,7 +127,8 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     /// between; the sync is skipped while one runs.
     private func tick() {
         scheduleNextTick()
-        guard loadableState != .syncing else { return }
+        // The core's state: a tick is not a read for Observation.
+        guard core.state != .syncing else { return }
         sync()
     }
 

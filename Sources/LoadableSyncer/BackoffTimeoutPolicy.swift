@@ -92,6 +92,9 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
 
     /// Creates a policy with the system's random number generator for jitter.
     ///
+    /// Every duration may be as long as `.seconds(Int64.max)` ("practically never"): a syncer's
+    /// timer sleeps any delay in chunks on the real clock.
+    ///
     /// - Parameters:
     ///   - period: The delay before a refresh after each success; `nil` or `.zero` for none. Not
     ///     negative.

@@ -45,7 +45,7 @@ public final class SimpleLoadableWaiter {
         _ completion: @escaping @MainActor () -> Void
     ) -> SimpleLoadableWaiter {
         let waiter = SimpleLoadableWaiter(loadable, completion: completion)
-        if loadable.loadableState == .syncing {
+        if loadable.statusUntrackedWherePossible.state == .syncing {
             // The observer holds the waiter strongly: the loadable keeps it alive until it ends.
             waiter.observation = loadable.addObserver { _ in waiter.check() }
         } else {
@@ -67,7 +67,7 @@ public final class SimpleLoadableWaiter {
     }
 
     private func check() {
-        guard let loadable, loadable.loadableState != .syncing else { return }
+        guard let loadable, loadable.statusUntrackedWherePossible.state != .syncing else { return }
         complete()
     }
 

@@ -395,6 +395,28 @@ struct PersistenceRestoreTests {
         #expect(loadable.age == .seconds(tenYears))
     }
 
+    @Test(
+        "an entry saved longer ago than Duration counts in nanoseconds has a large positive age, also later",
+        arguments: [
+            Date.distantPast, PersistenceWallClock.start - 1e10, PersistenceWallClock.start - 1e12,
+        ])
+    func restoredFromBeforeTheClockCounts(savedAt: Date) async throws {
+        let clock = ManualClock()
+        let wall = PersistenceWallClock()
+        let cache = InMemoryLoadableCache(entries: ["k": try persistedEntry(7, savedAt: savedAt)])
+        let loadable = PersistedLoadable<Int>(clock: clock)
+        loadable.maxAge = .seconds(3600)
+        await loadable.persist(in: cache, key: "k", now: wall.function).flush()
+        #expect(loadable.contents == 7)
+        let centuries = Duration.seconds(200 * 365 * 24 * 3600)
+        let restoredAge = try #require(loadable.age)
+        #expect(restoredAge > centuries)
+        await clock.advance(by: .seconds(1))
+        let laterAge = try #require(loadable.age)
+        #expect(laterAge >= restoredAge, "the age went from \(restoredAge) to \(laterAge)")
+        #expect(loadable.isStale)
+    }
+
     @Test("an entry saved in the future (the wall clock went back) is restored with age zero")
     func savedInTheFuture() async throws {
         let wall = PersistenceWallClock()
@@ -646,6 +668,29 @@ struct PersistenceSaveTests {
         loadable.setContents(2)
         await persistence.flush()
         #expect(await cache.completedSaveCount == 1)
+    }
+
+    @Test("a next page of a PagedLoadable is not saved: paging is not a confirmation; the next refresh saves")
+    func nextPageIsNotSaved() async throws {
+        let wall = PersistenceWallClock()
+        let cache = ScriptedPersistenceCache()
+        let list = PagedLoadable<Int, Int>(clock: ManualClock()) { cursor in
+            cursor == nil ? .init(items: [1, 2], nextCursor: 3) : .init(items: [3], nextCursor: nil)
+        }
+        let persistence = list.persist(in: cache, key: "k", now: wall.function)
+        list.sync()
+        try await list.doneSyncing()
+        await persistence.flush()
+        #expect(await cache.operations == [.load, .save])
+        wall.advance(by: 60)
+        list.loadNextPage()
+        try await list.doneLoadingNextPage()
+        #expect(list.contents == [1, 2, 3])
+        await persistence.flush()
+        #expect(await cache.operations == [.load, .save])
+        let entry = try #require(await cache.entry("k"))
+        #expect(try JSONDecoder().decode([Int].self, from: entry.data) == [1, 2])
+        #expect(entry.savedAt == wall.at(0))
     }
 
     @Test("the restored contents are not saved; a later setDidSyncSuccessfully() saves them")

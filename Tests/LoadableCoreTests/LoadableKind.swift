@@ -11,7 +11,7 @@ import Testing
 /// Each kind drives its loadable through the simplest thing it follows: a loadable's own setters,
 /// a proxy's target, a mapped loadable's source, the one member of a group that decides its state.
 /// ``set(_:)`` moves the loadable to a state (with contents for a success) and makes it notify
-/// once.
+/// once; it reads nothing through Observation.
 @MainActor
 final class Subject {
     /// The loadable under test.
@@ -20,15 +20,20 @@ final class Subject {
     let set: @MainActor (LoadableState) -> Void
     /// Reads the loadable's typed contents, when it has contents.
     let readContents: (@MainActor () -> Void)?
+    /// The loadable under test and every loadable it follows or is made of (a proxy's target, a
+    /// group's members, a store's entry), for checks that look at all of them.
+    let involved: [any PureLoadable]
 
     init(
         _ loadable: any PureLoadable,
+        involving others: [any PureLoadable] = [],
         readContents: (@MainActor () -> Void)?,
         set: @escaping @MainActor (LoadableState) -> Void
     ) {
         self.loadable = loadable
         self.readContents = readContents
         self.set = set
+        involved = [loadable] + others
     }
 
     /// A subject whose loadable is a `PushLoadable<Int>` (or a subclass): its own setters drive it.
@@ -43,19 +48,21 @@ final class Subject {
     static func following(
         _ loadable: some PureLoadable,
         readContents: (@MainActor () -> Void)?,
-        source: PushLoadable<Int>
+        source: PushLoadable<Int>,
+        involving others: [any PureLoadable] = []
     ) -> Subject {
-        Subject(loadable, readContents: readContents) { state in source.drive(to: state) }
+        Subject(loadable, involving: [source] + others, readContents: readContents) { state in source.drive(to: state) }
     }
 }
 
 extension PushLoadable<Int> {
-    /// Moves to `state` with one setter (a success brings contents).
+    /// Moves to `state` with one setter (a success brings contents), reading nothing through
+    /// Observation.
     func drive(to state: LoadableState) {
         switch state {
         case .idle: setIdle()
         case .syncing: setSyncing()
-        case .didSyncSuccessfully: setDidSyncSuccessfully((contents ?? 0) + 1)
+        case .didSyncSuccessfully: setDidSyncSuccessfully((baseContents ?? 0) + 1)
         case .didFailToSync: setDidFailToSync(TestError("failed"))
         }
     }
@@ -106,7 +113,7 @@ struct LoadableKind: Sendable, CustomTestStringConvertible {
                 switch state {
                 case .idle: paged.setIdle()
                 case .syncing: paged.setSyncing()
-                case .didSyncSuccessfully: paged.setDidSyncSuccessfully([(paged.contents?.count ?? 0) + 1])
+                case .didSyncSuccessfully: paged.setDidSyncSuccessfully([(paged.baseContents?.count ?? 0) + 1])
                 case .didFailToSync: paged.setDidFailToSync(TestError("failed"))
                 }
             }
@@ -130,7 +137,8 @@ struct LoadableKind: Sendable, CustomTestStringConvertible {
                 switch state {
                 case .idle: test.setIdle()
                 case .syncing: test.setSyncing()
-                case .didSyncSuccessfully: test.setDidSyncSuccessfully((test.contents ?? 0) + 1)
+                case .didSyncSuccessfully:
+                    test.setDidSyncSuccessfully((test.core.readUntracked { test.contents } ?? 0) + 1)
                 case .didFailToSync: test.setDidFailToSync(TestError("failed"))
                 }
             }
@@ -155,7 +163,7 @@ struct LoadableKind: Sendable, CustomTestStringConvertible {
             let lease = store.lease(1)
             let entry = lease.loadable
             // The driver keeps the store, which its lease holds only through the entry, weakly.
-            return Subject(lease, readContents: { [weak lease] in _ = lease?.contents }) { state in
+            return Subject(lease, involving: [entry], readContents: { [weak lease] in _ = lease?.contents }) { state in
                 withExtendedLifetime(store) { entry.drive(to: state) }
             }
         },
@@ -194,7 +202,10 @@ struct LoadableKind: Sendable, CustomTestStringConvertible {
             let second = PushLoadable<Int>(contents: 10)
             second.setDidSyncSuccessfully(10)
             let combined = LoadableGroup.combine(first, second) { $0 + $1 }
-            return Subject(combined, readContents: { [weak combined] in _ = combined?.contents }) { state in
+            return Subject(
+                combined, involving: [first, second, combined.group],
+                readContents: { [weak combined] in _ = combined?.contents }
+            ) { state in
                 withExtendedLifetime(second) { first.drive(to: state) }
             }
         },

@@ -120,4 +120,37 @@ import Testing
         await reporting.base.advance(by: .seconds(1))
         #expect(log.generations.count == 1)
     }
+
+    @Test("A delay longer than 2^31 s is slept in chunks of at most 2^31 s, and fires once it all passed")
+    func longDelaysSleepInChunks() async {
+        let longest = Duration.seconds(1 << 31)
+        var timer = ClockTimer()
+        arm(&timer, after: longest * 2 + .seconds(5))
+        await clock.waitForSleepers()
+        await clock.advance(by: longest * 2)
+        #expect(log.generations.isEmpty)
+        await clock.advance(by: .seconds(4))
+        #expect(log.generations.isEmpty)
+        await clock.advance(by: .seconds(1))
+        #expect(log.generations.count == 1)
+        #expect(clock.requestedSleeps == [longest, longest, .seconds(5)])
+    }
+
+    @Test("A delay of exactly 2^31 s is one sleep; .seconds(Int64.max) sleeps 2^31 s at a time")
+    func longestSleep() async {
+        let longest = Duration.seconds(1 << 31)
+        var timer = ClockTimer()
+        arm(&timer, after: longest)
+        await clock.waitForSleepers()
+        await clock.advance(by: longest)
+        #expect(log.generations.count == 1)
+        #expect(clock.requestedSleeps == [longest])
+
+        arm(&timer, after: .seconds(Int64.max))
+        await clock.waitForSleepers()
+        await clock.advance(by: longest * 3)
+        #expect(log.generations.count == 1)
+        #expect(clock.requestedSleeps == [longest, longest, longest, longest, longest])
+        timer.cancel()
+    }
 }

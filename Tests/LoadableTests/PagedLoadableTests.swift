@@ -1,5 +1,6 @@
 import Loadable
 import LoadableTestSupport
+import LoadableTesting
 import Observation
 import Testing
 
@@ -148,6 +149,71 @@ import Testing
         #expect(list.hasMorePages == false)
         #expect(list.loadableState == .didSyncSuccessfully)
         #expect(server.requestCount == 3)
+    }
+
+    // MARK: - Paging is not syncing
+
+    @Test("a next page keeps the age of the last refresh: it does not restart it")
+    func nextPageKeepsAge() async {
+        let clock = ManualClock()
+        let server = PageServer()
+        let list = TestPagedList(server: server, clock: clock)
+        list.maxAge = .seconds(60)
+        await list.loadFirstPage(["a"], next: 2, from: server)
+        await clock.advance(by: .seconds(45))
+        await list.loadNextPage(["b"], next: 3, from: server)
+        #expect(list.contents == ["a", "b"])
+        #expect(list.age == .seconds(45))
+        #expect(!list.isStale)
+        await clock.advance(by: .seconds(15))
+        #expect(list.age == .seconds(60))
+        #expect(list.isStale)
+        #expect(list.needsSync)
+    }
+
+    @Test("a next page keeps an invalidation: the list stays stale and needs a sync")
+    func nextPageKeepsInvalidation() async {
+        let server = PageServer()
+        let list = TestPagedList(server: server)
+        await list.loadFirstPage(["a"], next: 2, from: server)
+        list.invalidate()
+        #expect(list.isStale)
+        await list.loadNextPage(["b"], next: 3, from: server)
+        #expect(list.contents == ["a", "b"])
+        #expect(list.isStale)
+        #expect(list.needsSync)
+        list.syncIfNeeded()
+        #expect(list.loadableState == .syncing)
+    }
+
+    @Test("next pages, loaded or failed, leave consecutiveFailures and lastError of the refresh alone")
+    func nextPageKeepsFailureRecord() async {
+        let server = PageServer()
+        let list = TestPagedList(server: server)
+        await list.loadFirstPage(["a"], next: 2, from: server)
+
+        // After a success: a failed next page is not a failure of the list.
+        list.loadNextPage()
+        await server.nextRequest().fail(PageError(id: 1))
+        #expect(list.nextPageState == .didFailToSync)
+        #expect(list.consecutiveFailures == 0)
+        #expect(list.lastError == nil)
+
+        // After a failed refresh: a loaded next page is not a success, nor one more failure.
+        list.sync()
+        await server.nextRequest().fail(PageError(id: 2))
+        #expect(list.consecutiveFailures == 1)
+        await list.loadNextPage(["b"], next: 3, from: server)
+        #expect(list.contents == ["a", "b"])
+        #expect(list.loadableState == .didFailToSync)
+        #expect(list.error as? PageError == PageError(id: 2))
+        #expect(list.lastError as? PageError == PageError(id: 2))
+        #expect(list.consecutiveFailures == 1)
+        list.loadNextPage()
+        await server.nextRequest().fail(PageError(id: 3))
+        #expect(list.lastError as? PageError == PageError(id: 2))
+        #expect(list.consecutiveFailures == 1)
+        #expect(list.snapshot.consecutiveFailures == 1)
     }
 
     @Test("the next page state moves idle, syncing, idle with one notification per change")
@@ -619,9 +685,9 @@ private struct WeakReference<Object: AnyObject> {
 private final class TestPagedList: PagedLoadable<String, Int> {
     let server: PageServer
 
-    init(server: PageServer, contents: [String]? = nil) {
+    init(server: PageServer, contents: [String]? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         self.server = server
-        super.init(contents: contents)
+        super.init(contents: contents, clock: clock)
     }
 
     override func loadPage(after cursor: Int?) async throws -> Page {
