@@ -20,8 +20,10 @@ public import Loadable
 ///   body that does not decode fails with ``HTTPLoadableError/decoding(_:)``; the contents are kept.
 /// - **Conditional requests**: the `ETag` and `Last-Modified` of the last 2xx are sent back as
 ///   `If-None-Match` and `If-Modified-Since` while the loadable has contents (unless the request
-///   sets those headers itself). A **304** is then a success with the contents unchanged: no decode,
-///   no new value written, one notification for the state change, and the age restarts.
+///   sets those headers itself). A **304** to a request that carries either header (the
+///   loadable's or the request's own) is then a success with the contents unchanged, whenever the
+///   loadable has contents: no decode, no new value written, one notification for the state
+///   change, and the age restarts.
 /// - **Other statuses** fail with ``HTTPLoadableError/status(code:headers:bodyPrefix:)``, which
 ///   carries the server's `Retry-After` (``HTTPLoadableError/retryAfter``) and says whether a retry
 ///   may help (``HTTPLoadableError/isRetryable``). A `LoadableSyncer` uses both.
@@ -140,8 +142,10 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         var request = request
         request.cachePolicy = .reloadIgnoringLocalCacheData
         // Untracked: a sync is not a read by a view, and must not give the loadable a registrar.
-        let isConditional =
-            loadable?.statusUntrackedWherePossible.isContentsAvailable == true && validators.apply(to: &request)
+        let hasContents = loadable?.statusUntrackedWherePossible.isContentsAvailable == true
+        if hasContents { validators.apply(to: &request) }
+        // A 304 confirms the contents whoever set the validators: the loadable, or the request itself.
+        let isConditional = hasContents && Validators.isConditional(request)
         let exchange = Exchange<Contents>(
             transport: transport,
             decoder: decoder,
@@ -189,19 +193,21 @@ struct Validators: Sendable, Equatable {
 
     init() {}
 
-    /// Adds `If-None-Match` and `If-Modified-Since` to `request` (each only if the request does not
-    /// set it already) and returns whether either was added.
-    func apply(to request: inout URLRequest) -> Bool {
-        var added = false
+    /// Adds `If-None-Match` and `If-Modified-Since` to `request`, each only if the request does not
+    /// set it already.
+    func apply(to request: inout URLRequest) {
         if let entityTag, request.value(forHTTPHeaderField: "If-None-Match") == nil {
             request.setValue(entityTag, forHTTPHeaderField: "If-None-Match")
-            added = true
         }
         if let lastModified, request.value(forHTTPHeaderField: "If-Modified-Since") == nil {
             request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
-            added = true
         }
-        return added
+    }
+
+    /// Whether `request` carries a validator, so that a 304 answers it.
+    static func isConditional(_ request: URLRequest) -> Bool {
+        request.value(forHTTPHeaderField: "If-None-Match") != nil
+            || request.value(forHTTPHeaderField: "If-Modified-Since") != nil
     }
 
     /// Takes the validators a 304 sent (it may send a new `ETag`), keeping the others.

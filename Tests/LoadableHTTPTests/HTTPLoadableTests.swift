@@ -150,6 +150,42 @@ let feedURL = URL(string: "http://example.test/feed")!
         #expect(feed.loadableState == .didSyncSuccessfully)
     }
 
+    @Test(
+        "a 304 to the request's own validators confirms contents the loadable got without a sync",
+        arguments: [["If-None-Match": #""v1""#], ["If-Modified-Since": "Wed, 25 Nov 2026 10:00:00 GMT"],
+            ["If-None-Match": #""v1""#, "If-Modified-Since": "Wed, 25 Nov 2026 10:00:00 GMT"]]
+    )
+    func a304ToTheRequestsOwnValidatorConfirmsTheContents(validators: [String: String]) async throws {
+        // An app kept the ETag beside contents it restored: the loadable has no validators of its own.
+        var request = URLRequest(url: feedURL)
+        for (name, value) in validators { request.setValue(value, forHTTPHeaderField: name) }
+        let clock = ManualClock()
+        let feed = HTTPLoadable<Feed>(request: request, transport: transport, clock: clock)
+        feed.setContents(Feed(items: [7]))
+        feed.maxAge = .seconds(60)
+        await clock.advance(by: .seconds(90))
+        #expect(feed.isStale)
+        feed.sync()
+        await answer(feed, 0, status: 304)
+        #expect(feed.loadableState == .didSyncSuccessfully)
+        #expect(feed.error == nil)
+        #expect(feed.contents == Feed(items: [7]))
+        #expect(feed.age == .zero)
+        #expect(!feed.isStale)
+    }
+
+    @Test func a304ToTheRequestsOwnValidatorWithoutContentsIsAnError() async throws {
+        // Nothing to confirm: the request's validator came from somewhere the loadable cannot see.
+        var request = URLRequest(url: feedURL)
+        request.setValue(#""v1""#, forHTTPHeaderField: "If-None-Match")
+        let feed = HTTPLoadable<Feed>(request: request, transport: transport)
+        feed.sync()
+        await answer(feed, 0, status: 304)
+        #expect(feed.loadableState == .didFailToSync)
+        let error = try #require(feed.error as? HTTPLoadableError)
+        guard case .status(304, _, _) = error else { Issue.record("expected .status(304), got \(error)"); return }
+    }
+
     @Test func otherStatusesFailWithTheStatusHeadersAndABodyPrefix() async throws {
         let feed = makeFeed(maxBodySize: 100_000)
         feed.sync()
