@@ -134,6 +134,46 @@ extension LoopbackHTTPServer {
         }
     }
 
+    /// A one-shot event that a connection thread can `poll`: readable once fired, for good.
+    ///
+    /// A gate's opening and a delay's end fire it from other threads; the connection thread
+    /// waits for it together with its socket and the server's wake pipe, so that the client's
+    /// close and the server's stop end the wait too.
+    final class Signal: Sendable {
+        /// Readable once ``fire()`` was called: the byte written is never read.
+        let receiver: Int32
+        private let sender: Int32
+
+        /// A new signal, or `nil` if the system has no descriptors left.
+        init?() {
+            var pair: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Platform.streamSocket | Platform.closeOnExecFlag, 0, &pair) == 0 else {
+                return nil
+            }
+            do {
+                try Platform.configure(pair[0])
+                try Platform.configure(pair[1])
+            } catch {
+                close(pair[0])
+                close(pair[1])
+                return nil
+            }
+            receiver = pair[0]
+            sender = pair[1]
+        }
+
+        deinit {
+            close(receiver)
+            close(sender)
+        }
+
+        /// Fires the signal; firing it again changes nothing.
+        func fire() {
+            var byte: UInt8 = 1
+            _ = send(sender, &byte, 1, Platform.sendFlags)
+        }
+    }
+
     /// What the server's threads share: the sockets, the handler and the state behind one lock.
     ///
     /// The server holds it, and so does each of its threads; the threads never hold the server,
@@ -205,7 +245,7 @@ extension LoopbackHTTPServer {
             acceptLoop: for _ in 0..<Int.max {
                 switch wait(for: listener, events: Int16(POLLIN), until: lifetimeEnd) {
                 case .ready: acceptPendingConnections()
-                case .stopped, .timedOut: break acceptLoop
+                case .stopped, .timedOut, .signalled: break acceptLoop
                 }
             }
             close(listener)
@@ -234,40 +274,55 @@ extension LoopbackHTTPServer {
                 }
                 let number = state.withLock { state in
                     state.connectionCount += 1
+                    state.openConnectionCount += 1
                     return state.connectionCount
                 }
                 let thread = Thread { [self] in
                     var connection = Connection(socket: socket, core: self)
                     connection.run()
+                    let waits = state.withLock { $0.closeConnection() }
+                    for wait in waits { wait.resume() }
                 }
                 thread.name = "LoopbackHTTPServer :\(port) connection \(number)"
                 thread.start()
             }
         }
 
+        /// Whether the server stopped, or its lifetime ended.
+        var isStopped: Bool {
+            state.withLock { $0.isStopped } || ContinuousClock.now >= lifetimeEnd
+        }
+
         /// What a wait on a socket found.
         enum Readiness {
             /// The socket has the events asked for, or an error or hang-up.
             case ready
+            /// The signal waited for fired.
+            case signalled
             /// The server stopped or its lifetime ended.
             case stopped
             /// `deadline` passed.
             case timedOut
         }
 
-        /// Waits until `socket` has `events`, the server stops, or `deadline` passes.
-        func wait(for socket: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> Readiness {
+        /// Waits until `socket` has `events`, `signal` fires, the server stops, or `deadline`
+        /// passes. When several happen at once, the stop wins, then the signal.
+        func wait(
+            for socket: Int32, events: Int16, orFor signal: Signal? = nil, until deadline: ContinuousClock.Instant
+        ) -> Readiness {
             let end = min(deadline, lifetimeEnd)
             var descriptors = [
                 pollfd(fd: socket, events: events, revents: 0),
                 pollfd(fd: wakeReceiver, events: Int16(POLLIN), revents: 0),
             ]
+            if let signal { descriptors.append(pollfd(fd: signal.receiver, events: Int16(POLLIN), revents: 0)) }
             // Each round ends in an event, a signal or the deadline; the count only bounds the loop.
             for _ in 0..<1_000_000 {
                 let timeout = Self.milliseconds(until: end)
-                let result = poll(&descriptors, 2, timeout)
+                let result = poll(&descriptors, nfds_t(descriptors.count), timeout)
                 if result < 0 && errno != EINTR { return .stopped }
                 if descriptors[1].revents != 0 { return .stopped }
+                if descriptors.count > 2 && descriptors[2].revents != 0 { return .signalled }
                 if descriptors[0].revents != 0 { return .ready }
                 if result == 0 && ContinuousClock.now >= end { return end == lifetimeEnd ? .stopped : .timedOut }
             }
@@ -294,6 +349,8 @@ extension LoopbackHTTPServer {
         /// How far ``buffer`` was searched for the end of a head.
         private var searchedCount = 0
         private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        /// Whether the request being answered counts in the server's held connections.
+        private var isHeld = false
 
         init(socket: Int32, core: Core) {
             self.socket = socket
@@ -336,38 +393,141 @@ extension LoopbackHTTPServer {
             buffer.removeSubrange(..<bodyEnd)
             searchedCount = 0
 
+            let arrivalWaits = core.state.withLock { $0.recordArrival() }
+            for wait in arrivalWaits { wait.resume() }
+
             let response = core.handler(request)
+            // A first delay starts before the request is recorded: a test that saw the request may
+            // move its clock at once.
+            var startedDelay: StartedDelay?
+            if case .delayed(let delay, _) = response.kind {
+                guard let started = StartedDelay(delay) else { return false }
+                startedDelay = started
+            }
+            isHeld = response.holdsConnection
+            defer { endHoldIfHeld() }
             let waits = core.state.withLock { $0.record(request, holdsConnection: response.holdsConnection) }
             for wait in waits { wait.resume() }
+            return answer(response.kind, to: head, startedDelay: startedDelay)
+        }
 
-            switch response.kind {
+        /// A delay whose sleep runs: the signal it fires and the task that sleeps.
+        private struct StartedDelay {
+            var signal: Signal
+            var task: Task<Void, Never>
+
+            /// Starts `delay` now; `nil` if the system has no descriptors left.
+            init?(_ delay: Delay) {
+                guard let signal = Signal() else { return nil }
+                self.signal = signal
+                task = delay.start(firing: signal)
+            }
+        }
+
+        /// Answers a request with `kind`, after the waits it asks for; returns whether the
+        /// connection stays open.
+        ///
+        /// - Parameter startedDelay: The delay of `kind`, if it is a delay that already started.
+        private mutating func answer(
+            _ kind: Response.Kind, to head: RequestHead, startedDelay: StartedDelay? = nil
+        ) -> Bool {
+            switch kind {
+            case .delayed(let delay, let next):
+                guard let started = startedDelay ?? StartedDelay(delay) else { return false }
+                let hasPassed = waitUntilFired(started.signal)
+                started.task.cancel()
+                return hasPassed && answer(next, to: head)
+            case .gated(let gate, let next):
+                guard let signal = Signal() else { return false }
+                guard let id = gate.register(signal) else { return answer(next, to: head) }
+                let isOpen = waitUntilFired(signal)
+                gate.unregister(id)
+                return isOpen && answer(next, to: head)
             case .complete(let status, let headers, let body):
-                let closes =
-                    !head.keepsAlive
-                    || headers.contains { header in
-                        header.name.lowercased() == "connection"
-                            && header.value.lowercased().split(separator: ",").contains {
-                                $0.trimmingCharacters(in: .whitespaces) == "close"
-                            }
-                    }
+                endHoldIfHeld()
+                let closes = Self.closes(after: head, headers: headers)
                 let bytes = responseBytes(status: status, headers: headers, body: body, request: head, closes: closes)
                 guard sendAll(bytes) else { return false }
                 if closes { lingerAndClose() }
                 return !closes
+            case .stream(let stream):
+                endHoldIfHeld()
+                let closes = Self.closes(after: head, headers: stream.headers)
+                guard sendStream(stream, to: head, closes: closes) else { return false }
+                if closes { lingerAndClose() }
+                return !closes
             case .raw(let bytes, let thenHold):
+                if !thenHold { endHoldIfHeld() }
                 let isSent = sendAll(Array(bytes))
                 if thenHold {
                     if isSent { holdUntilClosed() }
-                    endHold()
                 } else if isSent {
                     lingerAndClose()
                 }
                 return false
             case .hold:
                 holdUntilClosed()
-                endHold()
                 return false
             }
+        }
+
+        /// Whether the server closes the connection after answering `head` with `headers`: the
+        /// client did not keep it alive, or the handler sent `Connection: close`.
+        private static func closes(after head: RequestHead, headers: [Header]) -> Bool {
+            !head.keepsAlive
+                || headers.contains { header in
+                    header.name.lowercased() == "connection"
+                        && header.value.lowercased().split(separator: ",").contains {
+                            $0.trimmingCharacters(in: .whitespaces) == "close"
+                        }
+                }
+        }
+
+        /// Waits until `signal` fires; returns `false` if the client closes the connection (or
+        /// sends more than a whole next request meanwhile) or the server stops first.
+        ///
+        /// Bytes the client sends meanwhile stay in ``buffer``: a pipelined next request.
+        private mutating func waitUntilFired(_ signal: Signal) -> Bool {
+            // Each round ends the wait, or receives at least one byte (bounded by the limit) or
+            // wakes spuriously; the lifetime bounds the whole wait.
+            for _ in 0..<Int.max {
+                switch core.wait(for: socket, events: Int16(POLLIN), orFor: signal, until: core.lifetimeEnd) {
+                case .signalled: return true
+                case .stopped, .timedOut: return false
+                case .ready:
+                    guard receiveAvailable(), buffer.count <= maximumHeadSize + maximumBodySize else { return false }
+                }
+            }
+            return false
+        }
+
+        /// Sends the head and body of `stream`, the body made piece by piece; returns whether
+        /// all of it was sent. Stops as soon as a send fails (the client hung up) or the server
+        /// stops.
+        private func sendStream(_ stream: BodyStream, to head: RequestHead, closes: Bool) -> Bool {
+            let headBytes = responseHead(
+                status: stream.status, headers: stream.headerFields,
+                contentLength: stream.contentLength ? stream.encodedSize : nil, request: head, closes: closes)
+            guard sendAll(headBytes) else { return false }
+            guard sendsBody(status: stream.status, request: head) else { return true }
+            var body = stream.makeBody()
+            var piece: [UInt8] = []
+            piece.reserveCapacity(BodyStream.pieceSize + 64)
+            // Each round sends a whole piece (the last one may be shorter), or ends.
+            for _ in 0...(stream.encodedSize / BodyStream.pieceSize + 1) {
+                guard !core.isStopped else { return false }
+                piece.removeAll(keepingCapacity: true)
+                body.appendNextPiece(to: &piece)
+                if piece.isEmpty { return stream.contentLength || sendAll(Array("0\r\n\r\n".utf8)) }
+                if stream.contentLength {
+                    guard sendAll(piece) else { return false }
+                } else {
+                    guard sendAll(Array("\(String(piece.count, radix: 16))\r\n".utf8)), sendAll(piece),
+                        sendAll([0x0D, 0x0A])
+                    else { return false }
+                }
+            }
+            return false
         }
 
         private enum HeadOutcome {
@@ -420,14 +580,22 @@ extension LoopbackHTTPServer {
                 guard case .ready = core.wait(for: socket, events: Int16(POLLIN), until: deadline) else {
                     return false
                 }
-                let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-                if count > 0 {
-                    buffer.append(contentsOf: chunk[..<count])
-                    return true
-                }
-                if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { return false }
+                let countBefore = buffer.count
+                guard receiveAvailable() else { return false }
+                if buffer.count > countBefore { return true }
             }
             return false
+        }
+
+        /// Receives what the socket has now and appends it to ``buffer``; returns `false` when the
+        /// client closed the connection or it failed. Nothing to read is not a failure.
+        private mutating func receiveAvailable() -> Bool {
+            let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[..<count])
+                return true
+            }
+            return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         }
 
         /// Writes all of `bytes`, in one `send` when the socket has room; returns whether it did.
@@ -485,7 +653,10 @@ extension LoopbackHTTPServer {
             }
         }
 
-        private func endHold() {
+        /// Ends the hold of the request being answered, if it is held.
+        private mutating func endHoldIfHeld() {
+            guard isHeld else { return }
+            isHeld = false
             let waits = core.state.withLock { $0.endHold() }
             for wait in waits { wait.resume() }
         }

@@ -134,3 +134,39 @@ enum Guide {
         #expect(feed.loadableState == .idle)
     }
 }
+
+/// The samples of "Testing HTTP code against a real server" in `Docs/Testing.md` and of "Testing
+/// against a real server" in `Docs/HTTP.md` that answer later or stream, verbatim.
+extension HTTPGuideTests {
+    @Test @MainActor func showsSyncingWhileTheServerIsSlow() async throws {
+        let gate = LoopbackHTTPServer.Gate()
+        let server = try LoopbackHTTPServer { _ in .gated(gate, .json(#"{"items":[]}"#)) }
+        let feed = HTTPLoadable<Feed>(request: URLRequest(url: server.url("/feed")))
+        feed.sync()
+        await server.waitForRequests(1)
+        #expect(feed.loadableState == .syncing)
+        gate.open()  // this answer and every later one go out
+        try await feed.doneSyncing()
+        #expect(feed.contents == Feed(items: []))
+    }
+
+    @Test @MainActor func answersAfterTwoSeconds() async throws {
+        let clock = ManualClock()
+        let server = try LoopbackHTTPServer { _ in .after(.seconds(2), on: clock, .json(#"{"items":[]}"#)) }
+        let feed = HTTPLoadable<Feed>(request: URLRequest(url: server.url("/feed")))
+        feed.sync()
+        await server.waitForRequests(1)
+        await clock.advance(by: .seconds(1))
+        #expect(feed.loadableState == .syncing)
+        await clock.advance(by: .seconds(1))
+        try await feed.doneSyncing()
+        #expect(feed.contents == Feed(items: []))
+    }
+
+    @Test @MainActor func refusesABodyOverTheLimit() async throws {
+        let server = try LoopbackHTTPServer { _ in .stream(byteCount: 20 << 20, contentLength: false) }
+        let feed = HTTPLoadable<Feed>(request: URLRequest(url: server.url("/feed")), maxBodySize: 1 << 20)
+        try? await feed.synced()
+        #expect(feed.error.map { "\($0)" } == "response body over maxBodySize (1048576 bytes)")
+    }
+}
