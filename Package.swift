@@ -75,7 +75,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoadableHTTPTests",
-            dependencies: ["LoadableHTTP", "LoadableTesting", "LoadableTestSupport"],
+            dependencies: ["LoadableCaching", "LoadableHTTP", "LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -10,7 +10,9 @@ import Loadable
 /// A transport sends one request and returns the response with its whole body. It must stop
 /// reading a body larger than `maxBodySize` and throw ``HTTPLoadableError/tooLarge(maxBodySize:)``,
 /// and it should stop the request when its task is cancelled (throwing `CancellationError` or
-/// `URLError(.cancelled)`). Throw `URLError` for transfers that fail; ``HTTPLoadable`` reports them
+/// `URLError(.cancelled)`) without ever blocking the cancelling thread: a cancellation handler runs
+/// with the task's lock held, so it must not wait for a queue or a lock that an arriving answer
+/// holds. Throw `URLError` for transfers that fail; ``HTTPLoadable`` reports them
 /// as ``HTTPLoadableError/transport(_:)``. Any other error is reported as it is.
 ///
 /// A server app can plug in the HTTP client it already has, and a test can script answers:
@@ -42,14 +44,19 @@ public protocol HTTPTransport: Sendable {
 }
 
 extension URLSession: HTTPTransport {
-    /// Sends `request` through this session, stopping the transfer as soon as the body grows past
-    /// `maxBodySize`.
+    /// Sends `request` through this session, failing as soon as the body passes `maxBodySize`.
     ///
-    /// A `Content-Length` above the limit fails before any of the body is read. On Apple platforms
-    /// the body is read as it arrives (`bytes(for:)`) and the transfer stops at the limit. On
-    /// Linux, where `bytes(for:)` is missing, a delegate counts the bytes as they arrive and cancels
-    /// the transfer past the limit; FoundationNetworking may have buffered more than the limit by
-    /// the time the cancel lands, but never hands it over.
+    /// A `Content-Length` above the limit fails when the response head arrives, and a longer body
+    /// once it passes the limit; nothing past the limit is ever held in memory. Cancelling the
+    /// calling task ends the wait at once and drops an answer that arrives anyway.
+    ///
+    /// On Apple platforms the body is read as it arrives (`bytes(for:)`) and the transfer stops at
+    /// the limit. On Linux, where FoundationNetworking's `data(for:)` can deadlock the thread that
+    /// cancels it and a cancel during a `URLCache` lookup stops the process, the request goes
+    /// through a session made once from this session's configuration without a `URLCache`, whose
+    /// delegate counts the body as it is read and drops what passes the limit; a cancel reaches
+    /// the transfer from a global queue, never blocking the caller. This session's own delegate is
+    /// not called for these requests.
     ///
     /// - Parameters:
     ///   - request: The request to send.
@@ -58,16 +65,7 @@ extension URLSession: HTTPTransport {
     /// - Throws: ``HTTPLoadableError/tooLarge(maxBodySize:)``, `URLError`, or `CancellationError`.
     public func send(_ request: URLRequest, maxBodySize: Int) async throws -> (HTTPURLResponse, Data) {
         #if canImport(FoundationNetworking)
-            let limiter = BodySizeLimiter(maxBodySize: maxBodySize)
-            let data: Data
-            let response: URLResponse
-            do {
-                (data, response) = try await self.data(for: request, delegate: limiter)
-            } catch let error as URLError where error.code == .cancelled && limiter.isOverLimit {
-                throw HTTPLoadableError.tooLarge(maxBodySize: maxBodySize)
-            }
-            guard data.count <= maxBodySize else { throw HTTPLoadableError.tooLarge(maxBodySize: maxBodySize) }
-            return (try Self.httpResponse(response), data)
+            try await URLSessionTransfer.send(request, maxBodySize: maxBodySize, through: self)
         #else
             let (bytes, response) = try await self.bytes(for: request)
             let http = try Self.httpResponse(response)
@@ -94,46 +92,3 @@ extension URLSession: HTTPTransport {
         return http
     }
 }
-
-#if canImport(FoundationNetworking)
-    /// Counts a transfer's body as it arrives and cancels the transfer past the limit (Linux).
-    ///
-    /// FoundationNetworking calls it on the session's delegate queue; the flag is read after the
-    /// transfer ends, from another thread, so it sits behind a lock.
-    private final class BodySizeLimiter: NSObject, URLSessionDataDelegate, Sendable {
-        private let maxBodySize: Int
-        private let received = Locked((bytes: 0, isOverLimit: false))
-
-        init(maxBodySize: Int) {
-            self.maxBodySize = maxBodySize
-        }
-
-        /// Whether the body went past the limit (and the transfer was cancelled for it).
-        var isOverLimit: Bool { received.withLock { $0.isOverLimit } }
-
-        func urlSession(
-            _ session: URLSession,
-            dataTask: URLSessionDataTask,
-            didReceive response: URLResponse,
-            completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-        ) {
-            if response.expectedContentLength > Int64(maxBodySize) {
-                received.withLock { $0.isOverLimit = true }
-                completionHandler(.cancel)
-                dataTask.cancel()
-            } else {
-                completionHandler(.allow)
-            }
-        }
-
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            let cancels = received.withLock { received in
-                received.bytes += data.count
-                guard received.bytes > maxBodySize, !received.isOverLimit else { return false }
-                received.isOverLimit = true
-                return true
-            }
-            if cancels { dataTask.cancel() }
-        }
-    }
-#endif

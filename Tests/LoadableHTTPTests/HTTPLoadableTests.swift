@@ -152,8 +152,10 @@ let feedURL = URL(string: "http://example.test/feed")!
 
     @Test(
         "a 304 to the request's own validators confirms contents the loadable got without a sync",
-        arguments: [["If-None-Match": #""v1""#], ["If-Modified-Since": "Wed, 25 Nov 2026 10:00:00 GMT"],
-            ["If-None-Match": #""v1""#, "If-Modified-Since": "Wed, 25 Nov 2026 10:00:00 GMT"]]
+        arguments: [
+            ["If-None-Match": #""v1""#], ["If-Modified-Since": "Wed, 25 Nov 2026 10:00:00 GMT"],
+            ["If-None-Match": #""v1""#, "If-Modified-Since": "Wed, 25 Nov 2026 10:00:00 GMT"],
+        ]
     )
     func a304ToTheRequestsOwnValidatorConfirmsTheContents(validators: [String: String]) async throws {
         // An app kept the ETag beside contents it restored: the loadable has no validators of its own.

@@ -1,0 +1,272 @@
+#if canImport(FoundationNetworking)
+    import Dispatch
+    import Foundation
+    import FoundationNetworking
+    import Loadable
+
+    /// How `URLSession` sends a request on Linux, where FoundationNetworking's own async API cannot
+    /// be cancelled safely and cannot bound a body.
+    ///
+    /// Three faults of FoundationNetworking (Swift 6.3) decide the shape:
+    /// - `URLSession.data(for:)` cancels its task from inside the Swift task's cancellation handler,
+    ///   where `URLSessionTask.cancel()` waits for the session's queue; if that queue is finishing the
+    ///   same transfer, it waits for the Swift task's lock in turn, and the cancelling thread (often
+    ///   the main actor) blocks forever (swift-corelibs-foundation issue 5412).
+    /// - A cancel that lands while a session with a `URLCache` looks up its cache completes the
+    ///   task twice and stops the process (`TaskRegistry.swift`: "Trying to access a behaviour for a
+    ///   task that in not in the registry").
+    /// - The response disposition of a delegate is ignored, and body bytes are handed to the
+    ///   delegate queue as fast as they arrive, with no back-pressure: a body can fill the memory
+    ///   before a cancel lands.
+    ///
+    /// So a request goes through a session of the transport's own, made from the caller's session's
+    /// configuration without a `URLCache` (no cache window). Its delegate runs **inline**, on the
+    /// session's own queue, as each piece of the answer is read: the body is counted and kept up
+    /// to the limit, and anything beyond is dropped as it arrives, so memory stays bounded
+    /// whatever FoundationNetworking does. A cancel resumes the caller at once (from another
+    /// thread, never inside the cancellation handler) and hands `URLSessionTask.cancel()` to a
+    /// global queue, away from any lock; what arrives after that is dropped.
+    enum URLSessionTransfer {
+        /// Sends `request` through the transport session made for `session`.
+        static func send(
+            _ request: URLRequest,
+            maxBodySize: Int,
+            through session: URLSession
+        ) async throws -> (HTTPURLResponse, Data) {
+            try Task.checkCancellation()
+            let transferSession = TransferSessions.shared.session(for: session)
+            let exchange = Transfer(maxBodySize: maxBodySize)
+            let task = transferSession.dataTask(with: request)
+            return try await withTaskCancellationHandler {
+                try await withUnsafeThrowingContinuation { continuation in
+                    if exchange.begin(continuation) {
+                        TransferSessions.shared.router.register(exchange, for: task)
+                        task.resume()
+                    } else {
+                        // Cancelled before it began: the cancellation handler cancels the task.
+                        continuation.resume(throwing: CancellationError())
+                    }
+                }
+            } onCancel: {
+                // Runs with the Swift task's lock held: take nothing that waits, resume nothing here.
+                let (continuation, needsCancel) = exchange.abandon()
+                DispatchQueue.global().async {
+                    continuation?.resume(throwing: CancellationError())
+                    if needsCancel { task.cancel() }
+                }
+            }
+        }
+
+        /// Cancels `task` from a global queue: never from the session's queue (where
+        /// `URLSessionTask.cancel()` would wait for itself) and never under a lock.
+        static func cancelSoon(_ task: URLSessionTask) {
+            DispatchQueue.global().async { task.cancel() }
+        }
+    }
+
+    /// One request's answer as it arrives, and the caller waiting for it.
+    private final class Transfer: Sendable {
+        typealias Continuation = UnsafeContinuation<(HTTPURLResponse, Data), any Error>
+
+        private struct State {
+            /// The waiting caller, once it began and until it is resumed.
+            var continuation: Continuation?
+            /// Set once the caller's outcome is decided (resumed, or about to be): later events
+            /// are dropped.
+            var isDecided = false
+            /// Set when the task completed (its last delegate call came).
+            var isComplete = false
+            var response: HTTPURLResponse?
+            var body = Data()
+        }
+
+        let maxBodySize: Int
+        private let state = Locked(State())
+
+        init(maxBodySize: Int) {
+            self.maxBodySize = maxBodySize
+        }
+
+        /// Makes `continuation` the waiting caller; `false` if the transfer was abandoned already.
+        func begin(_ continuation: Continuation) -> Bool {
+            state.withLock { state in
+                guard !state.isDecided else { return false }
+                state.continuation = continuation
+                return true
+            }
+        }
+
+        /// The caller gave up: returns its continuation (if it began) to resume with
+        /// `CancellationError`, and whether the task still needs cancelling.
+        func abandon() -> (Continuation?, needsCancel: Bool) {
+            state.withLock { state in
+                let continuation = state.isDecided ? nil : state.continuation
+                state.isDecided = true
+                state.continuation = nil
+                state.body = Data()
+                return (continuation, !state.isComplete)
+            }
+        }
+
+        /// The response head arrived. Returns `false` when its `Content-Length` is over the limit:
+        /// the caller was failed, and the task must be cancelled.
+        func receive(_ response: URLResponse) -> Bool {
+            guard response.expectedContentLength <= Int64(maxBodySize) else {
+                decide(.failure(HTTPLoadableError.tooLarge(maxBodySize: maxBodySize)))
+                return false
+            }
+            state.withLock { state in
+                guard !state.isDecided else { return }
+                state.response = response as? HTTPURLResponse
+                if response.expectedContentLength > 0 {
+                    state.body.reserveCapacity(Int(response.expectedContentLength))
+                }
+            }
+            return true
+        }
+
+        /// A piece of the body arrived. Returns `false` when the body passed the limit: the
+        /// caller was failed, and the task must be cancelled.
+        func receive(_ data: Data) -> Bool {
+            let isOverLimit = state.withLock { state -> Bool in
+                guard !state.isDecided else { return false }
+                guard state.body.count + data.count <= maxBodySize else { return true }
+                state.body.append(data)
+                return false
+            }
+            if isOverLimit { decide(.failure(HTTPLoadableError.tooLarge(maxBodySize: maxBodySize))) }
+            return !isOverLimit
+        }
+
+        /// The task completed, with `error` or with the answer received.
+        func complete(with error: (any Error)?) {
+            let answer = state.withLock { state -> (HTTPURLResponse?, Data) in
+                state.isComplete = true
+                return (state.response, state.body)
+            }
+            if let error {
+                decide(.failure(error))
+            } else if let response = answer.0 {
+                decide(.success((response, answer.1)))
+            } else {
+                decide(.failure(URLError(.badServerResponse)))
+            }
+        }
+
+        /// Resumes the caller with `result`, unless its outcome was decided already.
+        private func decide(_ result: Result<(HTTPURLResponse, Data), any Error>) {
+            let continuation = state.withLock { state -> Continuation? in
+                guard !state.isDecided else { return nil }
+                state.isDecided = true
+                defer {
+                    state.continuation = nil
+                    state.body = Data()
+                }
+                return state.continuation
+            }
+            continuation?.resume(with: result)
+        }
+    }
+
+    /// The transport's sessions, one per session a caller sends through, and the delegate they
+    /// share.
+    private final class TransferSessions: Sendable {
+        static let shared = TransferSessions()
+
+        /// A caller's session and the transport session made from its configuration.
+        private struct Derived: Sendable {
+            weak var source: URLSession?
+            let session: URLSession
+        }
+
+        let router = TransferRouter()
+        private let sessions = Locked([ObjectIdentifier: Derived]())
+
+        /// The transport session for `source`, made on first use from a copy of its configuration
+        /// without a `URLCache`.
+        func session(for source: URLSession) -> URLSession {
+            let key = ObjectIdentifier(source)
+            if let derived = sessions.withLock({ $0[key] }), derived.source === source { return derived.session }
+            let configuration = source.configuration.copy() as! URLSessionConfiguration
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            let made = URLSession(configuration: configuration, delegate: router, delegateQueue: InlineOperationQueue())
+            let (session, retired) = sessions.withLock { sessions -> (URLSession, [URLSession]) in
+                if let derived = sessions[key], derived.source === source { return (derived.session, [made]) }
+                // Sessions whose caller's session is gone (or whose identifier was reused) retire.
+                var retired: [URLSession] = []
+                for (other, derived) in sessions where derived.source == nil || other == key {
+                    retired.append(derived.session)
+                    sessions[other] = nil
+                }
+                sessions[key] = Derived(source: source, session: made)
+                return (made, retired)
+            }
+            for session in retired { session.finishTasksAndInvalidate() }
+            return session
+        }
+    }
+
+    /// The delegate of every transport session: hands each task's events to its ``Transfer``.
+    ///
+    /// Its methods run inline on the session's queue (see ``InlineOperationQueue``): they never
+    /// call back into the session synchronously, and hand every completion handler that might
+    /// (an authentication challenge's) to a global queue.
+    private final class TransferRouter: NSObject, URLSessionDataDelegate, Sendable {
+        /// The transfers of the tasks under way, by task (identifiers are only unique per session).
+        private let transfers = Locked([ObjectIdentifier: Transfer]())
+
+        func register(_ transfer: Transfer, for task: URLSessionTask) {
+            transfers.withLock { $0[ObjectIdentifier(task)] = transfer }
+        }
+
+        private func transfer(of task: URLSessionTask) -> Transfer? {
+            transfers.withLock { $0[ObjectIdentifier(task)] }
+        }
+
+        func urlSession(
+            _ session: URLSession,
+            dataTask: URLSessionDataTask,
+            didReceive response: URLResponse,
+            completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+        ) {
+            // FoundationNetworking ignores the disposition; a cancel is what stops a transfer.
+            completionHandler(.allow)
+            if transfer(of: dataTask)?.receive(response) == false { URLSessionTransfer.cancelSoon(dataTask) }
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            if transfer(of: dataTask)?.receive(data) == false { URLSessionTransfer.cancelSoon(dataTask) }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            let transfer = transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(task)) }
+            transfer?.complete(with: error)
+        }
+
+        func urlSession(
+            _ session: URLSession,
+            task: URLSessionTask,
+            didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            // Its handling may suspend and resume the task, which waits for the session's queue.
+            DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
+        }
+    }
+
+    /// A delegate queue that runs each operation at once, on the thread that adds it: the
+    /// session's own queue, as the answer is read. Body bytes are then counted (and dropped past
+    /// the limit) as they arrive instead of piling up in a queue.
+    ///
+    /// `@unchecked Sendable` restates `OperationQueue`'s own conformance; the subclass adds no state.
+    private final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
+        override func addOperation(_ block: @escaping @Sendable () -> Void) {
+            block()
+        }
+
+        override func addOperation(_ operation: Operation) {
+            operation.start()
+        }
+    }
+#endif
