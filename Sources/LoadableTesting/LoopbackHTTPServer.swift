@@ -625,8 +625,9 @@ public final class LoopbackHTTPServer: Sendable {
     /// connection thread that closes the last connection resumes the waiting task.
     ///
     /// ```swift
-    /// let connection = ...  // a client that reads a little of a large body, then closes
-    /// await server.waitUntilNoConnectionIsOpen()
+    /// let server = try LoopbackHTTPServer { _ in .stream(byteCount: 4 << 30) }
+    /// // ... a client reads part of the body, then closes its connection ...
+    /// await server.waitUntilNoConnectionIsOpen()  // the server stopped writing
     /// ```
     ///
     /// Cancelling the waiting task does not end the wait.
