@@ -36,13 +36,16 @@ extension LoopbackHTTPServer {
         case zeros(remaining: Int)
         case gzip(GzipZeros)
 
+        /// One piece of zeros, copied from rather than made byte by byte.
+        private static let zeros = [UInt8](repeating: 0, count: BodyStream.pieceSize)
+
         /// Appends the next bytes to `bytes`, about `BodyStream.pieceSize` of them (fewer only at
         /// the end); appends nothing once the body is complete.
         mutating func appendNextPiece(to bytes: inout [UInt8]) {
             switch self {
             case .zeros(let remaining):
                 let count = min(remaining, BodyStream.pieceSize)
-                bytes.append(contentsOf: repeatElement(0, count: count))
+                bytes.append(contentsOf: Self.zeros[..<count])
                 self = .zeros(remaining: remaining - count)
             case .gzip(var encoder):
                 encoder.append(to: &bytes, upTo: bytes.count + BodyStream.pieceSize)
@@ -57,8 +60,10 @@ extension LoopbackHTTPServer {
 /// The DEFLATE data (RFC 1951) is one block with the fixed Huffman codes: a literal zero, then
 /// matches of length 258 at distance 1 (each copies the 258 zeros before it), then what is left
 /// as one shorter match or one or two literals, then the end of the block. Each 258-byte match
-/// takes 13 bits, so the stream is about 1/159 of the data. The trailer's CRC-32 of the zeros is
-/// computed in O(log n), as zlib's `crc32_combine` does.
+/// takes 13 bits, so the stream is about 1/159 of the data. Eight matches take 13 whole bytes, so
+/// past the first eight, every eight matches are the same 13 bytes: those are copied, not made
+/// bit by bit. The trailer's CRC-32 of the zeros is computed in O(log n), as zlib's
+/// `crc32_combine` does.
 struct GzipZeros {
     /// The header: magic, method 8 (DEFLATE), no flags, no time, no extra flags, unknown OS.
     private static let header: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF]
@@ -73,6 +78,10 @@ struct GzipZeros {
     private var stage = Stage.header
     /// How many 258-byte matches are still to write.
     private var matchesLeft: Int
+    /// The bytes of eight matches, repeated: once known, what every group of eight writes.
+    private var repeatedGroups: [UInt8] = []
+    /// How many groups of eight matches ``repeatedGroups`` holds.
+    private static let groupsPerCopy = 4096
     /// Bits not yet written out, the first in the lowest bit.
     private var bits = BitBuffer()
 
@@ -110,13 +119,7 @@ struct GzipZeros {
                 if byteCount > 0 { Self.writeLiteralZero(to: &bits) }
                 stage = .matches
             case .matches:
-                // Whole bytes only leave the buffer, so a few bits may wait for the next round.
-                let matches = min(matchesLeft, max(1, (limit - bytes.count) * 8 / 13))
-                for _ in 0..<matches {
-                    Self.writeMatch(length: Self.longestMatch, to: &bits)
-                    bits.flushWholeBytes(to: &bytes)
-                }
-                matchesLeft -= matches
+                appendMatches(to: &bytes, upTo: limit)
                 if matchesLeft == 0 { stage = .tail }
             case .tail:
                 if byteCount > 0 { Self.writeTail(of: (byteCount - 1) % Self.longestMatch, to: &bits) }
@@ -132,6 +135,38 @@ struct GzipZeros {
             case .done:
                 break
             }
+        }
+    }
+
+    /// Appends some of the 258-byte matches left, about as many as fit before `limit`, at least one.
+    private mutating func appendMatches(to bytes: inout [UInt8], upTo limit: Int) {
+        let room = max(1, limit - bytes.count)
+        if repeatedGroups.isEmpty && matchesLeft >= 16 {
+            // Eight matches leave as many bits waiting as before, so after a first group the
+            // bits waiting are the same after every group, and so are the 13 bytes of a group.
+            writeMatches(8, to: &bytes)
+            let groupStart = bytes.count
+            writeMatches(8, to: &bytes)
+            let group = Array(bytes[groupStart...])
+            repeatedGroups = Array([[UInt8]](repeating: group, count: Self.groupsPerCopy).joined())
+            matchesLeft -= 16
+        } else if !repeatedGroups.isEmpty && matchesLeft >= 8 {
+            let groups = min(matchesLeft / 8, Self.groupsPerCopy, max(1, room / 13))
+            bytes.append(contentsOf: repeatedGroups[..<(groups * 13)])
+            matchesLeft -= groups * 8
+        } else {
+            // Whole bytes only leave the buffer, so a few bits may wait for the next round.
+            let matches = min(matchesLeft, max(1, room * 8 / 13))
+            writeMatches(matches, to: &bytes)
+            matchesLeft -= matches
+        }
+    }
+
+    /// Writes `count` 258-byte matches bit by bit, moving the whole bytes to `bytes`.
+    private mutating func writeMatches(_ count: Int, to bytes: inout [UInt8]) {
+        for _ in 0..<count {
+            Self.writeMatch(length: Self.longestMatch, to: &bits)
+            bits.flushWholeBytes(to: &bytes)
         }
     }
 

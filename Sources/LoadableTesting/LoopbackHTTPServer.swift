@@ -519,10 +519,12 @@ public final class LoopbackHTTPServer: Sendable {
     /// or when the server stops.
     public var openConnectionCount: Int { core.state.withLock { $0.openConnectionCount } }
 
-    /// How many connections are held: open with a request whose answer has not started.
+    /// How many connections are held open without a complete answer.
     ///
-    /// A connection is held for good by ``Response/hold`` or ``Response/raw(_:thenHold:)``, and
-    /// until the answer starts by ``Response/after(_:on:_:)`` and ``Response/gated(_:_:)``.
+    /// ``Response/hold`` and ``Response/raw(_:thenHold:)`` hold a connection until the client
+    /// closes it or the server stops; ``Response/after(_:on:_:)`` and ``Response/gated(_:_:)``
+    /// hold it until their wait ends and the answer starts (or the client or the server ends it
+    /// first).
     public var heldConnectionCount: Int { core.state.withLock { $0.heldConnectionCount } }
 
     /// Returns once at least `count` requests were received, or once the server stopped.
@@ -623,8 +625,9 @@ public final class LoopbackHTTPServer: Sendable {
     /// connection thread that closes the last connection resumes the waiting task.
     ///
     /// ```swift
-    /// let connection = ...  // a client that reads a little of a large body, then closes
-    /// await server.waitUntilNoConnectionIsOpen()
+    /// let server = try LoopbackHTTPServer { _ in .stream(byteCount: 4 << 30) }
+    /// // ... a client reads part of the body, then closes its connection ...
+    /// await server.waitUntilNoConnectionIsOpen()  // the server stopped writing
     /// ```
     ///
     /// Cancelling the waiting task does not end the wait.
