@@ -3,10 +3,6 @@ import LoadableHTTP
 import LoadableTesting
 import Testing
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// The samples of `Docs/HTTP.md` (and the HTTP sample of `Docs/Testing.md`), compiled and run against a `LoopbackHTTPServer`.
 enum Guide {
     struct Item: Decodable, Sendable, Equatable {
