@@ -174,7 +174,7 @@ struct MutationForwardingTests {
         #expect(detail.loadableState == .didSyncSuccessfully)
     }
 
-    // The store sample of Docs/Mutations.md, as written there.
+    // The store sample of Docs/Mutations.md, verbatim (`GuideSamplesTests` checks it).
 
     protocol PostsAPI: Sendable {
         func setLiked(_ isLiked: Bool, postID: Int) async throws -> Post
@@ -185,6 +185,7 @@ struct MutationForwardingTests {
         override func doSync() { syncs += 1 }
     }
 
+    @MainActor
     func like(
         _ postID: Int, in posts: LoadableStore<Int, PostLoadable>, lists: LoadableStore<String, FeedLoadable>,
         api: any PostsAPI

@@ -4,17 +4,16 @@ import LoadableTestSupport
 import LoadableTesting
 import Testing
 
-// Every sample of Docs/Persistence.md, compiled and run. The guide's types are private here, so
-// that they cannot clash with other tests' types.
+// Every sample of Docs/Persistence.md, verbatim (`GuideSamplesTests` checks it), compiled and run.
 
 // MARK: - Guide types
 
-private struct Profile: Codable, Sendable, Equatable {
+struct Profile: Codable, Sendable, Equatable {
     var name: String
     var followers: Int
 }
 
-private final class ProfileLoadable: Loadable<Profile> {
+final class ProfileLoadable: Loadable<Profile> {
     private let fetch: @MainActor () async throws -> Profile
     init(clock: any Clock<Duration> = ContinuousClock(), fetch: @escaping @MainActor () async throws -> Profile) {
         self.fetch = fetch
@@ -28,9 +27,7 @@ private final class ProfileLoadable: Loadable<Profile> {
 }
 
 @MainActor
-private func makeProfile(
-    cache: any LoadableCache, fetch: @escaping @MainActor () async throws -> Profile
-) -> ProfileLoadable {
+func makeProfile(cache: any LoadableCache, fetch: @escaping @MainActor () async throws -> Profile) -> ProfileLoadable {
     let profile = ProfileLoadable(fetch: fetch)
     profile.persist(in: cache, key: "profile", maxRestoreAge: .seconds(30 * 24 * 3600))
     profile.syncIfNeeded()  // starts at once: the restore does not hold it up
@@ -38,7 +35,7 @@ private func makeProfile(
 }
 
 @MainActor
-private func makeProfileStore(
+func makeProfileStore(
     cache: any LoadableCache, fetch: @escaping @MainActor (Int) async throws -> Profile
 ) -> LoadableStore<Int, ProfileLoadable> {
     LoadableStore(cache: cache, cacheKey: { "profile-\($0)" }) { id in
@@ -47,7 +44,7 @@ private func makeProfileStore(
 }
 
 @MainActor
-private func logOut(_ profiles: LoadableStore<Int, ProfileLoadable>) async {
+func logOut(_ profiles: LoadableStore<Int, ProfileLoadable>) async {
     profiles.removeAll()  // drops every entry and clears the cache
     await profiles.flush()  // nothing of this user is left on disk from here on
 }
@@ -99,20 +96,22 @@ struct PersistenceGuideTests {
         #expect(try JSONDecoder().decode(Profile.self, from: saved.data) == Profile(name: "Ada", followers: 5))
     }
 
-    @Test("how age works after a restore: the age starts at now − savedAt and goes on with the clock")
-    func restoredAge() async throws {
+    // "How age works after a restore".
+    @Test @MainActor func aRestoredProfileIsAsOldAsItsEntry() async throws {
+        let savedAt = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        let old = try JSONEncoder().encode(Profile(name: "Ada", followers: 1))
+        let cache = InMemoryLoadableCache(entries: ["profile": CachedEntry(data: old, savedAt: savedAt, version: 1)])
         let clock = ManualClock()
-        let cache = InMemoryLoadableCache(entries: ["profile": try entry(Profile(name: "Ada", followers: 1))])
-        // The guide's function, with its comments turned into checks.
         let profile = ProfileLoadable(clock: clock) { Profile(name: "Ada", followers: 1) }
         profile.maxAge = .seconds(60)
+        // `now` is the wall clock: the system's by default, a fixed date in a test.
         let persistence = profile.persist(in: cache, key: "profile", now: { savedAt.addingTimeInterval(45) })
         await persistence.flush()
         #expect(profile.age == .seconds(45))
-        #expect(profile.isStale == false)
+        #expect(!profile.isStale)
         await clock.advance(by: .seconds(15))
         #expect(profile.age == .seconds(60))
-        #expect(profile.isStale == true)
+        #expect(profile.isStale)
     }
 
     @Test("with a store: entries restore from cacheKey(key), and logOut leaves nothing in the cache")
@@ -136,7 +135,7 @@ struct PersistenceGuideTests {
         #expect(await cache.keys.isEmpty)
     }
 
-    // The testing sample, as written in the guide.
+    // "Testing".
     @Test @MainActor func restoresLastLaunchThenRefreshes() async throws {
         let savedAt = Date(timeIntervalSinceReferenceDate: 800_000_000)
         let old = try JSONEncoder().encode(Profile(name: "Ada", followers: 1))

@@ -3,33 +3,8 @@ import LoadableGroup
 import LoadableTesting
 import Testing
 
-// Docs/Groups.md shows every snippet below (from each guide mark to the next mark) verbatim;
-// `GroupsGuideDocumentTests` checks that the two stay in step, so the guide's code compiles and
-// its tests pass.
-
-@Suite("Docs/Groups.md")
-struct GroupsGuideDocumentTests {
-    @Test("Docs/Groups.md shows the snippets of this file verbatim")
-    func guideMatchesThisFile() throws {
-        let thisFile = URL(fileURLWithPath: #filePath)
-        let source = try String(contentsOf: thisFile, encoding: .utf8)
-        let guideURL = thisFile.deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Docs/Groups.md")
-        let guide = try String(contentsOf: guideURL, encoding: .utf8)
-
-        let marker = "// MARK: - " + "Guide: "
-        let end = "// MARK: - " + "End"
-        let snippets = source.components(separatedBy: marker).dropFirst().map { part in
-            let body = part.split(separator: "\n", maxSplits: 1).last ?? ""
-            return body.components(separatedBy: "// MARK: - ").first!.trimmingCharacters(in: .newlines)
-        }
-        #expect(snippets.count == 6)
-        #expect(source.contains(end))
-        for snippet in snippets {
-            #expect(guide.contains(snippet), "Docs/Groups.md lacks:\n\(snippet)")
-        }
-    }
-}
+// The samples of Docs/Groups.md, verbatim (`GuideSamplesTests` checks it), so the guide's code
+// compiles and its tests pass.
 
 // MARK: - Guide: model
 
@@ -131,6 +106,43 @@ final class SettingsScreenModel {
         #expect(everything.error == nil)  // a group that did not fail has no error
         #expect(anything.loadableState == .didSyncSuccessfully)
     }
+}
+
+// MARK: - Guide: errors
+
+@Suite @MainActor struct GroupErrorExamples {
+    @Test("A failed group's error lists every failed member, in member order")
+    func errors() {
+        let first = TestLoadable<Int>()
+        let second = TestLoadable<Int>()
+        let third = TestLoadable<Int>()
+        let group = PureLoadableGroup([first, second, third])
+        first.setDidFailToSync(TimedOut())
+        second.setDidSyncSuccessfully(2)
+        third.setDidFailToSync(nil)
+
+        if let error = group.groupError {  // non-nil only while the group is did-fail-to-sync
+            for failure in error.failures {
+                print(failure.index, failure.error.map { "\($0)" } ?? "no error given")
+            }
+            // Could not sync 2 members of the group: member #0: timed out; member #2 failed without an error
+            print(error)
+        }
+        let error = group.groupError
+        #expect(error?.failures.map(\.index) == [0, 2])
+        #expect(
+            error?.description
+                == "Could not sync 2 members of the group: member #0: timed out; member #2 failed without an error")
+
+        third.setDidSyncSuccessfully(3)
+        first.setDidSyncSuccessfully(1)
+        #expect(group.groupError == nil)
+    }
+}
+
+/// An error that describes itself as the guide's sample prints it.
+struct TimedOut: Error, CustomStringConvertible {
+    var description: String { "timed out" }
 }
 
 // MARK: - Guide: combine

@@ -4,7 +4,8 @@ import LoadableTesting
 import Testing
 
 // The samples of Docs/Syncing.md's freshness sections ("Freshness", "Invalidation", "The sync
-// watchdog", "Status that survives a retry"), compiled and run.
+// watchdog", "Status that survives a retry"), verbatim (`GuideSamplesTests` checks it), compiled
+// and run.
 
 /// A server whose answers the test releases one at a time.
 @MainActor
@@ -42,18 +43,13 @@ final class HeldServer {
         let feed = AsyncLoadable(clock: clock) { ["first post"] }
         feed.maxAge = .seconds(60)
         try await feed.synced()
-        #expect(feed.age == .zero)
-        #expect(!feed.isStale)
-        #expect(!feed.needsSync)
-        await clock.advance(by: .seconds(59))
-        #expect(!feed.isStale)
-        await clock.advance(by: .seconds(1))
-        #expect(feed.age == .seconds(60))
-        #expect(feed.isStale)
-        #expect(feed.needsSync)
+        #expect(feed.age == .zero && !feed.isStale && !feed.needsSync)
+        await clock.advance(by: .seconds(60))
+        #expect(feed.age == .seconds(60) && feed.isStale && feed.needsSync)
 
         let created = "second post"  // what the server answered to "create"
         feed.updateContents { $0.insert(created, at: 0) }
+        // feed.contents == ["second post", "first post"], feed.age == .zero
         #expect(feed.contents == ["second post", "first post"])
         #expect(feed.age == .zero)
         #expect(!feed.isStale)
@@ -66,17 +62,18 @@ final class HeldServer {
         let server = HeldServer()
         let posts = AsyncLoadable(clock: clock) { try await server.posts() }
         let lease = posts.lease()  // a screen shows it: in use
-        var seen: [(LoadableState, [String]?)] = []
-        let token = posts.observe { seen.append(($0.loadableState, $0.contents)) }
         posts.sync()  // a fetch starts...
         posts.invalidate()  // ...and a push says the posts changed: one more fetch will follow
         posts.invalidate()  // still one
+
+        var seen: [(LoadableState, [String]?)] = []
+        let token = posts.observe { seen.append(($0.loadableState, $0.contents)) }
         await yield(until: { server.waiting == 1 })
         server.version = 2  // the server changed after the first fetch read it
         server.answer()
         await yield(until: { server.requests == 2 })
         // The first answer landed while the second fetch began, in one notification.
-        #expect(seen.count == 2)
+        #expect(seen.count == 1)
         #expect(seen.last?.0 == .syncing)
         #expect(seen.last?.1 == ["posts v2"])
         #expect(posts.isStale)
@@ -91,6 +88,28 @@ final class HeldServer {
 
     @Test("Watchdog sample: slow after 5 s, timed out after 30 s, contents kept")
     func watchdogSample() async {
+        let clock = ManualClock()
+        let server = HeldServer()
+        let slow = AsyncLoadable(clock: clock) { try await server.report() }
+        slow.slowSyncAfter = .seconds(5)
+        slow.syncTimeout = .seconds(30)
+        slow.sync()
+        await clock.waitForSleepers()  // the watchdog's timer is armed
+        await clock.advance(by: .seconds(5))
+        #expect(slow.isSlowSync)  // one notification, the state still syncing
+        await clock.advance(by: .seconds(25))
+        #expect(slow.error as? LoadableError == .timedOut)  // the sync failed, contents kept
+
+        #expect(slow.loadableState == .didFailToSync)
+        #expect(!slow.isSlowSync)
+        // The late answer is dropped: the failure stays.
+        server.answer()
+        await settle(rounds: 100) { slow.loadableState != .didFailToSync }
+        #expect(slow.loadableState == .didFailToSync)
+    }
+
+    @Test("Watchdog: one notification for the slow mark, one for the timeout, contents kept")
+    func watchdogNotifications() async {
         let clock = ManualClock()
         let server = HeldServer()
         let slow = AsyncLoadable(contents: "old report", clock: clock) { try await server.report() }
@@ -111,35 +130,37 @@ final class HeldServer {
         #expect(!slow.isSlowSync)
         #expect(slow.contents == "old report")
         #expect(notifications == 3)
-        // The late answer is dropped: the failure stays.
-        server.answer()
-        await settle(rounds: 100) { slow.loadableState != .didFailToSync }
-        #expect(slow.loadableState == .didFailToSync)
         withExtendedLifetime(token) {}
     }
 
     @Test("Status sample: refreshing, retrying after a failure, failed")
     func statusSample() {
         let feed = PushLoadable<[String]>()
-        enum Shown: Equatable { case refreshing, retrying(String?), error, contents }
-        func shown() -> Shown {
+        var shown: [String] = []
+        func showRefreshing() { shown.append("refreshing") }
+        func showRetrying(after error: (any Error)?) { shown.append("retrying after \(error.map { "\($0)" } ?? "-")") }
+        func showError(_ error: (any Error)?) { shown.append("error \(error.map { "\($0)" } ?? "-")") }
+        func showContents() { shown.append("contents") }
+        func show() {
             switch (feed.loadableState, feed.consecutiveFailures) {
-            case (.syncing, 0): .refreshing
-            case (.syncing, _): .retrying(feed.lastError.map { "\($0)" })  // the error stays on screen
-            case (.didFailToSync, _): .error
-            default: .contents
+            case (.syncing, 0): showRefreshing()
+            case (.syncing, _): showRetrying(after: feed.lastError)  // the error stays on screen
+            case (.didFailToSync, _): showError(feed.error)
+            default: showContents()
             }
         }
+
         feed.setSyncing()
-        #expect(shown() == .refreshing)
+        show()
         feed.setDidFailToSync(TestError("offline"))
-        #expect(shown() == .error)
+        show()
         feed.setSyncing()
-        #expect(shown() == .retrying("offline"))
+        show()
         #expect(feed.snapshot.isRetrying)
         #expect(feed.error == nil)
         feed.setDidSyncSuccessfully(["post"])
-        #expect(shown() == .contents)
+        show()
+        #expect(shown == ["refreshing", "error offline", "retrying after offline", "contents"])
         #expect(feed.lastError == nil)
         #expect(feed.consecutiveFailures == 0)
     }

@@ -300,6 +300,20 @@ struct URLSessionTransport: Transport {
         #expect(forecasts == 2)
     }
 
+    @Test("Autosync sample as written: the first observer syncs it, cancelling stops the refreshes")
+    func autosyncSampleAsWritten() {
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+
+        let weather = WeatherLoadable { "sunny" }
+        let observation = weather.observe { print($0.contents ?? "…") }  // syncs now, then every 5 minutes
+        observation.cancel()  // the refreshes stop
+
+        #expect(printed == ["…", "sunny"])
+        #expect(weather.contents == "sunny")
+        #expect(!weather.hasObservers)
+    }
+
     @Test("Retry budget sample: two retries, then nil, then a reset")
     func retryBudgetSample() {
         var capped = BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(8), maxRetries: 2)

@@ -2,23 +2,24 @@ import Loadable
 import LoadableTestSupport
 import Testing
 
-// The samples of Docs/Mutations.md, as written there, and tests that run them.
+// The samples of Docs/Mutations.md, verbatim (`GuideSamplesTests` checks it), and tests that run
+// them.
 
-private struct Credentials: Sendable {
+struct Credentials: Sendable {
     var username: String
     var password: String
 }
 
-private struct Session: Sendable, Equatable {
+struct Session: Sendable, Equatable {
     var token: String
 }
 
-private protocol AuthClient: Sendable {
+protocol AuthClient: Sendable {
     func logIn(_ credentials: Credentials) async throws -> Session
 }
 
 @MainActor
-private final class LoginViewModel {
+final class LoginViewModel {
     let logIn: LoadableAction<Credentials, Session>
 
     init(client: any AuthClient) {
@@ -45,18 +46,18 @@ private final class LoginViewModel {
     }
 }
 
-private struct Post: Codable, Sendable, Equatable {
+struct Post: Codable, Sendable, Equatable {
     var title: String
     var isLiked = false
     var likes = 0
 }
 
-private protocol PostsAPI: Sendable {
+protocol PostsAPI: Sendable {
     func setLiked(_ isLiked: Bool, postID: Int) async throws -> Post
 }
 
 @MainActor
-private final class PostViewModel {
+final class PostViewModel {
     let post: Loadable<Post>
     let postID: Int
     let api: any PostsAPI
@@ -86,7 +87,7 @@ private final class PostViewModel {
 }
 
 @MainActor
-private final class HeldCommits {
+final class HeldCommits {
     private var waiting: [String: CheckedContinuation<Void, any Error>] = [:]
 
     func commit(_ name: String) async throws {

@@ -374,6 +374,22 @@ import Testing
 
     // MARK: - Cancellation and late results
 
+    @Test("the sample of Docs/Paging.md: a next page that arrives after a refresh began is dropped")
+    func guideSample() async {
+        let server = PageServer()
+        let list = TestPagedList(server: server)
+        await list.loadFirstPage(["a"], next: 1, from: server)
+
+        list.loadNextPage()
+        let stale = await server.nextRequest()  // the next page is in flight
+        list.sync()  // a refresh cancels it
+        let refresh = await server.nextRequest()
+        await stale.respond(["late"], next: 99)  // the late page arrives...
+        #expect(list.contents == ["a"])  // ...and is dropped
+        await refresh.respond(["x"], next: 2)
+        #expect(list.contents == ["x"])
+    }
+
     @Test("a refresh cancels a next page in flight and drops it when it arrives before the refresh")
     func refreshCancelsNextPageArrivingEarly() async {
         let server = PageServer()

@@ -2,25 +2,92 @@ import Foundation
 import Loadable
 import Testing
 
-// Docs/Paging.md shows the model and the test below verbatim; `PagingGuideDocumentTests` checks
-// that the two stay in step.
+// The samples of Docs/Paging.md, verbatim (`GuideSamplesTests` checks it): the introduction, the
+// subclass, and the article list's model and test.
 
-@Suite struct PagingGuideDocumentTests {
-    @Test("Docs/Paging.md shows the model and the test of this file verbatim")
-    func guideMatchesThisFile() throws {
-        let thisFile = URL(fileURLWithPath: #filePath)
-        let source = try String(contentsOf: thisFile, encoding: .utf8)
-        let guideURL = thisFile.deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Docs/Paging.md")
-        let guide = try String(contentsOf: guideURL, encoding: .utf8)
+// MARK: - Guide: introduction
 
-        let modelStart = try #require(source.range(of: "// MARK: - Guide: model\n\n"))
-        let testStart = try #require(source.range(of: "// MARK: - Guide: test\n\n"))
-        let model = source[modelStart.upperBound..<testStart.lowerBound]
-            .trimmingCharacters(in: .newlines)
-        let test = source[testStart.upperBound...].trimmingCharacters(in: .newlines)
-        #expect(guide.contains(model))
-        #expect(guide.contains(test))
+@MainActor
+@Suite struct PagingIntroductionTests {
+    /// The introduction's posts.
+    struct Post: Sendable {
+        var title: String
+    }
+
+    /// The pages of the introduction's `api`, by cursor.
+    struct PostsPager: Sendable {
+        let pages: [String?: (titles: [String], next: String?)]
+
+        func posts(after cursor: String?) async throws -> (posts: [Post], next: String?) {
+            let page = pages[cursor] ?? ([], nil)
+            return (page.titles.map { Post(title: $0) }, page.next)
+        }
+    }
+
+    @Test("the introduction's list loads the first page, then appends the next")
+    func introduction() async throws {
+        let api = PostsPager(pages: [nil: (["one", "two"], "2"), "2": (["three"], nil)])
+
+        let posts = PagedLoadable<Post, String> { cursor in
+            let response = try await api.posts(after: cursor)
+            return .init(items: response.posts, nextCursor: response.next)
+        }
+        posts.sync()  // loads the first page
+        posts.loadNextPage()  // later, when the last row appears: appends the next page
+
+        try await posts.doneSyncing()  // (the call above came during the refresh: it did nothing)
+        #expect(posts.contents?.map(\.title) == ["one", "two"])
+        posts.loadNextPage()
+        try await posts.doneLoadingNextPage()
+        #expect(posts.contents?.map(\.title) == ["one", "two", "three"])
+        #expect(!posts.hasMorePages)
+    }
+
+    @Test("the subclass loads pages after the last comment's id while the server has more")
+    func subclass() async throws {
+        let comments = CommentsLoadable(api: FakeCommentsAPI(count: 120))
+        comments.sync()
+        try await comments.doneSyncing()
+        #expect(comments.contents?.count == 50)
+        comments.loadNextPage()
+        try await comments.doneLoadingNextPage()
+        comments.loadNextPage()
+        try await comments.doneLoadingNextPage()
+        #expect(comments.contents?.map(\.id) == Array(1...120))
+        #expect(!comments.hasMorePages)
+    }
+}
+
+// MARK: - Guide: subclass
+
+struct Comment: Sendable, Identifiable {
+    var id: Int
+}
+
+protocol CommentsAPI: Sendable {
+    func comments(after lastID: Comment.ID?, limit: Int) async throws -> (comments: [Comment], hasMore: Bool)
+}
+
+final class CommentsLoadable: PagedLoadable<Comment, Comment.ID> {
+    private let api: any CommentsAPI
+    init(api: any CommentsAPI) {
+        self.api = api
+        super.init()
+    }
+    override func loadPage(after lastID: Comment.ID?) async throws -> Page {
+        let response = try await api.comments(after: lastID, limit: 50)
+        return Page(items: response.comments, nextCursor: response.hasMore ? response.comments.last?.id : nil)
+    }
+}
+
+/// Comments 1 to `count`, in pages of `limit`.
+private struct FakeCommentsAPI: CommentsAPI {
+    let count: Int
+
+    func comments(after lastID: Comment.ID?, limit: Int) async throws -> (comments: [Comment], hasMore: Bool) {
+        let first = (lastID ?? 0) + 1
+        let last = min(first + limit - 1, count)
+        return ((first...last).map { Comment(id: $0) }, last < count)
     }
 }
 
