@@ -49,7 +49,11 @@ public import Observation
 ///
 /// A running sync is never cancelled by any of this. An error that is ``RetryAfterProviding``
 /// (a server's `Retry-After`) stretches its retry delay to `min(max(backoff, hint),`
-/// ``maxRetryAfter``); jitter applies to the backoff only.
+/// ``maxRetryAfter``); jitter applies to the backoff only. The hint is also a **deadline**: a
+/// failure at time `t` whose error asked for `h` is not retried before `t + min(h,`
+/// ``maxRetryAfter``), not even by the catch-up when the app comes back or the network returns
+/// (or ``appDidBecomeActive()``): the catch-up schedules the retry for that moment instead of
+/// syncing at once. This holds for a failure that came while paused too.
 ///
 /// ``nextSyncIn`` and ``isWaitingForNetwork`` are observable (`withObservationTracking`,
 /// SwiftUI): they change when the schedule does, not as time passes.
@@ -100,8 +104,10 @@ public final class LoadableSyncer: Observable {
     ///
     /// With a hint `h` and the policy's backoff `d`, the retry comes after
     /// `min(max(d, h), maxRetryAfter)`: a hint longer than the backoff wins, a shorter one loses,
-    /// and a huge one is capped here. Without a hint the delay is the backoff. Setting `.zero` or
-    /// less stops the program with a message naming the value.
+    /// and a huge one is capped here. Without a hint the delay is the backoff. A catch-up (the app
+    /// active again, the network back) does not retry before `min(h, maxRetryAfter)` after the
+    /// failure either. The value in force when the failure arrives applies to it. Setting `.zero`
+    /// or less stops the program with a message naming the value.
     ///
     /// ```swift
     /// syncer.maxRetryAfter = .seconds(300)  // "Retry-After: 86400" waits 5 minutes, not a day
@@ -172,7 +178,8 @@ public final class LoadableSyncer: Observable {
     ///
     /// `.zero` when the sync is due (or overdue) but has not happened yet, which is the case while
     /// a paused timer's deadline passes. `nil` after a failure while paused (the catch-up retries
-    /// it), after a failure that may not be retried, and once the retries are used up.
+    /// it), after a failure that may not be retried, and once the retries are used up. After a
+    /// catch-up that waits for a `Retry-After` deadline, the time left until that deadline.
     ///
     /// Observable: Observation sees it change when the schedule changes (not as time passes).
     public var nextSyncIn: Duration? {
@@ -199,7 +206,14 @@ public final class LoadableSyncer: Observable {
     /// The backoff and the retry budget start over. Unless the monitor pauses the syncer (inactive
     /// or offline), the loadable is synced at once if its last attempt failed (and ``shouldRetry``
     /// allows it), if a scheduled refresh is overdue, or if it is stale (`needsSync`). Otherwise
-    /// nothing changes.
+    /// nothing changes. A failure whose error gave a `Retry-After` hint is not retried before the
+    /// failure's time plus the hint (capped by ``maxRetryAfter``): the retry is scheduled for that
+    /// moment instead (``nextSyncIn`` tells it).
+    ///
+    /// ```swift
+    /// // A 429 asked for 600 s, 10 s ago:
+    /// syncer.appDidBecomeActive()  // no sync now; syncer.nextSyncIn == .seconds(590)
+    /// ```
     ///
     /// The ``activity`` monitor does this for every syncer that follows it when it becomes active;
     /// call this only for a syncer whose monitor does not know (or in tests).

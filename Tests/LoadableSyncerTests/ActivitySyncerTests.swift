@@ -388,6 +388,72 @@ struct HintedError: RetryAfterProviding {
         #expect(clock.requestedSleeps.isEmpty)
     }
 
+    // MARK: - Retry-After is a deadline
+
+    @Test("After a 429 asking for 600 s, a trip to the background does not retry before 600 s")
+    func backgroundTripKeepsTheHintsDeadline() async {
+        let syncer = makeSyncer()
+        token.sync()
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(600)))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(10))
+        activity.isActive = false
+        await settle(sleepers: 0)
+        await clock.advance(by: .seconds(10))
+        activity.isActive = true  // the backoff starts over, but the server said 600 s
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(580))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(579))
+        #expect(token.syncCount == 1)
+        await clock.advance(by: .seconds(1))
+        #expect(token.syncCount == 2)
+        #expect(clock.requestedSleeps == [.seconds(600), .seconds(580)])
+    }
+
+    @Test("A network flap does not retry before the hint's deadline; appDidBecomeActive neither")
+    func networkFlapKeepsTheHintsDeadline() async {
+        let syncer = makeSyncer()
+        token.sync()
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(120)))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(10))
+        activity.connectivity = .offline
+        activity.connectivity = .online
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(110))
+        await clock.advance(by: .seconds(20))
+        syncer.appDidBecomeActive()
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(90))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(90))
+        #expect(token.syncCount == 2)
+    }
+
+    @Test("A failure while offline remembers its hint: back online before the deadline, the retry waits for it")
+    func pausedFailureRemembersTheHintsDeadline() async {
+        let syncer = makeSyncer()
+        activity.connectivity = .offline
+        token.sync()
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(300)))
+        #expect(syncer.nextSyncIn == nil)
+        await clock.advance(by: .seconds(100))
+        activity.connectivity = .online
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(200))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(200))
+        #expect(token.syncCount == 2)
+        // Past the deadline, a catch-up syncs at once again.
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(30)))
+        await settle(sleepers: 1)
+        activity.isActive = false
+        await clock.advance(by: .seconds(30))
+        activity.isActive = true
+        #expect(token.syncCount == 3)
+    }
+
     // MARK: - The retry budget
 
     @Test("After maxRetries failed retries the syncer stops; a manual sync gives a new budget")

@@ -99,6 +99,9 @@ struct WaiterModelTests {
         var observed: LoadableState?
         var deadline: Duration?
         var purpose: Purpose?
+        /// The failure's time plus its hint (capped by `maxRetryAfter`), from the last transition
+        /// to failed with a hint above zero: a catch-up never retries before it.
+        var retryAfterDeadline: Duration?
 
         init(period: Duration?, min: Duration, max: Duration) {
             self.period = period
@@ -129,6 +132,10 @@ struct WaiterModelTests {
             observed = state
             isFailureRetryable = state == .didFailToSync && retryAllowed
             if state == .syncing, isOutOfRetries, !startedBySyncer { resetPolicy() }
+            retryAfterDeadline = nil
+            if state == .didFailToSync, let hint, hint > .zero {
+                retryAfterDeadline = now + Swift.min(hint, maxRetryAfter)
+            }
             return arm(for: state, retryAllowed: retryAllowed, hint: hint, now: now)
         }
 
@@ -735,26 +742,23 @@ struct WaiterModelTests {
 
     @Test("2,000 random wait sequences match the waiter model")
     func randomWaitSequences() async {
-        let baseSeed: UInt64 = 0x0057_A17E
-        for sequence in 0..<2_000 {
-            let seed = baseSeed &+ UInt64(sequence)
-            var random = SeededRandomNumberGenerator(seed: seed)
-            let configuration = Self.randomWaiterConfiguration(&random)
-            let operations = (0..<Int.random(in: 5...15, using: &random)).map { _ in
-                Self.randomWaiterOperation(&random, timeout: configuration.timeout)
+        // Each seed makes a configuration and a sequence; the sequences shrink with their own.
+        var configuration = WaiterConfiguration(
+            condition: .contentsAvailable, timeout: .seconds(1), syncsIfPossible: true)
+        await checkRandomSequences(
+            count: 2_000,
+            baseSeed: 0x0057_A17E,
+            operations: { seed in
+                var random = SeededRandomNumberGenerator(seed: seed)
+                configuration = Self.randomWaiterConfiguration(&random)
+                return (0..<Int.random(in: 5...15, using: &random)).map { _ in
+                    Self.randomWaiterOperation(&random, timeout: configuration.timeout)
+                }
+            },
+            mismatch: { operations in
+                await Self.mismatch(configuration, operations).map { "\(configuration): \($0)" }
             }
-            if let failure = await Self.mismatch(configuration, operations) {
-                let shortest = await shrink(operations) { await Self.mismatch(configuration, $0) != nil }
-                Issue.record(
-                    """
-                    seed \(seed), \(configuration): \(failure)
-                    sequence: \(operations)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(await Self.mismatch(configuration, shortest) ?? "?")
-                    """)
-                return
-            }
-        }
+        )
     }
 
     // MARK: - The syncer's schedule
@@ -835,7 +839,9 @@ struct WaiterModelTests {
     ///   policy nothing; a success while paused records its deadline (and resets the policy).
     /// - Resuming resets the policy (backoff at `min`, new retry budget), then, unless syncing:
     ///   syncs at once a failure that may be retried, or a success whose refresh fell due or whose
-    ///   target `needsSync`; otherwise arms the timer for the time left.
+    ///   target `needsSync`; otherwise arms the timer for the time left. A failure whose error had
+    ///   a hint `h > 0` is never caught up before its time plus `min(h, maxRetryAfter)` (issue 26):
+    ///   the retry is scheduled for that moment instead, also when the failure came while paused.
     /// - `appDidBecomeActive()` resets the policy and, while running, does the same catch-up
     ///   (without arming for the time left).
     /// - A hint `h` makes the retry delay `min(max(backoff, h), maxRetryAfter)`. With
@@ -952,11 +958,18 @@ struct WaiterModelTests {
             fireTimers(until: now)
         }
 
-        /// Syncs at once after a failure that may be retried, or a success whose refresh fell due
-        /// or whose target needs a sync; returns whether it did.
+        /// Syncs at once after a failure that may be retried (but schedules the retry for the
+        /// failure's `Retry-After` deadline when that is still ahead), or a success whose refresh
+        /// fell due or whose target needs a sync; returns whether it did either.
         mutating func catchUp() -> Bool {
             switch target.state {
-            case .didFailToSync where retryAllowed: break
+            case .didFailToSync where retryAllowed:
+                if let hintDeadline = syncer.retryAfterDeadline, hintDeadline > now {
+                    if let delay = syncer.schedule(after: hintDeadline - now, for: .retry, now: now) {
+                        requestedSleeps.append(delay)
+                    }
+                    return true
+                }
             case .didSyncSuccessfully where target.needsSync || syncer.deadline.map { $0 <= now } == true: break
             default: return false
             }
@@ -1148,7 +1161,7 @@ struct WaiterModelTests {
         _ random: inout SeededRandomNumberGenerator,
         pausing: Bool = true
     ) -> [SyncerOperation] {
-        switch Int.random(in: 0..<(pausing ? 23 : 21), using: &random) {
+        switch Int.random(in: 0..<(pausing ? 24 : 21), using: &random) {
         case 0, 1: [.succeed]
         case 2..<6: [randomSyncerFailure(&random)]
         case 6: [.setSyncing]
@@ -1168,8 +1181,15 @@ struct WaiterModelTests {
         case 17, 18: [randomSyncerFailure(&random), .advanceToNextSync]
         case 19: [.setActive(Int.random(in: 0..<3, using: &random) > 0)]
         case 20: [.setConnectivity(NetworkConnectivity.allCases.randomElement(using: &random)!)]
-        default:
+        case 21, 22:
             randomPause(&random)
+        default:
+            // A server's `Retry-After`, then a trip to the background or a network flap before
+            // (or after) its deadline.
+            [
+                .fail(503, hint: [.seconds(3), .seconds(20)].randomElement(using: &random)!),
+                .advance([.seconds(1), .seconds(5)].randomElement(using: &random)!),
+            ] + randomPause(&random)
         }
     }
 
@@ -1190,25 +1210,23 @@ struct WaiterModelTests {
 
     @Test("1,000 random transition sequences follow the syncer's schedule model")
     func randomSyncerSequences() async {
-        let baseSeed: UInt64 = 0x5C4E_D01E
-        for sequence in 0..<1_000 {
-            let seed = baseSeed &+ UInt64(sequence)
-            var random = SeededRandomNumberGenerator(seed: seed)
-            let configuration = Self.randomSyncerConfiguration(&random)
-            let count = Int.random(in: 5...25, using: &random)
-            var operations: [SyncerOperation] = []
-            while operations.count < count { operations += Self.randomSyncerOperation(&random) }
-            if let failure = await Self.scheduleMismatch(configuration, operations) {
-                let shortest = await shrink(operations) { await Self.scheduleMismatch(configuration, $0) != nil }
-                Issue.record(
-                    """
-                    seed \(seed), \(configuration): \(failure)
-                    sequence: \(operations)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(await Self.scheduleMismatch(configuration, shortest) ?? "?")
-                    """)
-                return
+        // Each seed makes a configuration and a sequence; the sequences shrink with their own.
+        var random = SeededRandomNumberGenerator(seed: 0)
+        var configuration = Self.randomSyncerConfiguration(&random)
+        await checkRandomSequences(
+            count: 1_000,
+            baseSeed: 0x5C4E_D01E,
+            operations: { seed in
+                var random = SeededRandomNumberGenerator(seed: seed)
+                configuration = Self.randomSyncerConfiguration(&random)
+                let count = Int.random(in: 5...25, using: &random)
+                var operations: [SyncerOperation] = []
+                while operations.count < count { operations += Self.randomSyncerOperation(&random) }
+                return operations
+            },
+            mismatch: { operations in
+                await Self.scheduleMismatch(configuration, operations).map { "\(configuration): \($0)" }
             }
-        }
+        )
     }
 }
