@@ -135,6 +135,10 @@ public final class LoadableSyncer: Observable {
     private weak var coreOwner: (any LoadableCoreOwner)?
     /// The Observation registrar, made by the first read of an observable property.
     private var observationState: RegistrarBox?
+    /// Told when the syncer gives up on a failure (see the package init).
+    private let didGiveUp: (@MainActor (any Error) -> Void)?
+    /// Whether ``didGiveUp`` was told of the failure the machine gave up on last.
+    private var hasReportedGivingUp = false
 
     /// Creates a syncer for `loadable` and starts watching it.
     ///
@@ -148,13 +152,40 @@ public final class LoadableSyncer: Observable {
     ///   - clock: The clock timers sleep on; a `ManualClock` in tests.
     ///   - activity: The monitor to follow: ``ActivityMonitor/system`` by default; an
     ///     `ActivityMonitor()` the test drives in tests.
-    public init(
+    public convenience init(
         _ loadable: some SyncableLoadable,
         syncPolicy: SyncPolicy = .sync,
         timeoutPolicy: any TimeoutPolicy,
         clock: any Clock<Duration> = ContinuousClock(),
         activity: ActivityMonitor = .system
     ) {
+        self.init(
+            loadable,
+            syncPolicy: syncPolicy,
+            timeoutPolicy: timeoutPolicy,
+            clock: clock,
+            activity: activity,
+            didGiveUp: nil
+        )
+    }
+
+    /// Creates a syncer that also tells `didGiveUp` each time it gives up on a failure.
+    ///
+    /// The syncer gives up when the loadable moves to `LoadableState.didFailToSync` and no retry
+    /// will follow: ``shouldRetry`` refuses the error, or the policy's retries are used up. A
+    /// failure that may be retried while the monitor pauses the syncer is not given up (the
+    /// catch-up retries it). `didGiveUp` gets the loadable's error (`LoadableError.unspecified`
+    /// when it has none), after the syncer made its decision; it may be called during this init,
+    /// for a loadable that already failed. For a ``LoadableWaiter``, whose waits then fail at once.
+    package init(
+        _ loadable: some SyncableLoadable,
+        syncPolicy: SyncPolicy = .sync,
+        timeoutPolicy: any TimeoutPolicy,
+        clock: any Clock<Duration> = ContinuousClock(),
+        activity: ActivityMonitor = .system,
+        didGiveUp: (@MainActor (any Error) -> Void)?
+    ) {
+        self.didGiveUp = didGiveUp
         self.loadable = loadable
         self.syncPolicy = syncPolicy
         self.activity = activity
@@ -286,6 +317,19 @@ public final class LoadableSyncer: Observable {
         let before = observationState == nil ? nil : observableValues
         carryOut(decide())
         if let before, observableValues != before { didChangeObservableValues() }
+        if didGiveUp != nil { reportGivingUp() }
+    }
+
+    /// Tells ``didGiveUp`` once per failure the machine gives up on (a sync the syncer starts may
+    /// fail inside this call, in a nested decision that reports it first).
+    private func reportGivingUp() {
+        guard machine.hasGivenUp else {
+            hasReportedGivingUp = false
+            return
+        }
+        guard !hasReportedGivingUp, let loadable else { return }
+        hasReportedGivingUp = true
+        didGiveUp?(untracked { loadable.error } ?? LoadableError.unspecified)
     }
 
     private func carryOut(_ actions: [SyncerStateMachine.Action]) {

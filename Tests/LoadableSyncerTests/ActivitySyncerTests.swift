@@ -9,6 +9,22 @@ struct HintedError: RetryAfterProviding {
     var retryAfter: Duration?
 }
 
+/// The errors a syncer gave up on, in order.
+@MainActor
+final class GiveUpLog {
+    private(set) var values: [String] = []
+
+    func append(_ value: String) { values.append(value) }
+}
+
+/// An error that says whether a retry may help, as an HTTP status does.
+struct HTTPLikeError: RetryAfterProviding, CustomStringConvertible {
+    var status: Int
+    var retryAfter: Duration? { nil }
+    var isRetryable: Bool { status == 429 || status >= 500 }
+    var description: String { "HTTP \(status)" }
+}
+
 /// The syncer with an ``ActivityMonitor``: pausing while inactive or offline, the catch-up, the
 /// Retry-After hint and the retry budget, with the clock's requested sleeps as the oracle.
 @MainActor
@@ -452,6 +468,73 @@ struct HintedError: RetryAfterProviding {
         await clock.advance(by: .seconds(30))
         activity.isActive = true
         #expect(token.syncCount == 3)
+    }
+
+    // MARK: - Giving up (what a waiter's waits fail fast on)
+
+    /// A syncer for `token` that records what it gives up on.
+    func makeRecordingSyncer(maxRetries: Int? = nil, gaveUp: GiveUpLog) -> LoadableSyncer {
+        LoadableSyncer(
+            token,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(15), maxRetries: maxRetries),
+            clock: clock,
+            activity: activity,
+            didGiveUp: { gaveUp.append("\($0)") }
+        )
+    }
+
+    @Test("The syncer tells once when it gives up: an error shouldRetry refuses, not one it retries")
+    func givesUpOnAnErrorItDoesNotRetry() async {
+        let gaveUp = GiveUpLog()
+        let syncer = makeRecordingSyncer(gaveUp: gaveUp)
+        token.sync()
+        token.setDidFailToSync(TestError("busy"))
+        #expect(gaveUp.values.isEmpty)
+        token.sync()
+        token.setDidFailToSync(HTTPLikeError(status: 401))
+        #expect(gaveUp.values == ["HTTP 401"])
+        token.notifyDidChange()  // the same state: nothing new
+        #expect(gaveUp.values == ["HTTP 401"])
+        token.sync()
+        token.setDidFailToSync(HTTPLikeError(status: 400))
+        #expect(gaveUp.values == ["HTTP 401", "HTTP 400"])
+        syncer.shouldRetry = { _ in false }
+        token.sync()
+        token.setDidFailToSync(nil)
+        #expect(gaveUp.values == ["HTTP 401", "HTTP 400", "\(LoadableError.unspecified)"])
+    }
+
+    @Test("The syncer gives up when its retries are used up, not while a retryable failure waits for the network")
+    func givesUpWhenOutOfRetries() async {
+        let gaveUp = GiveUpLog()
+        let syncer = makeRecordingSyncer(maxRetries: 1, gaveUp: gaveUp)
+        token.sync()
+        token.setDidFailToSync(TestError("busy"))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(1))
+        #expect(token.syncCount == 2)
+        #expect(gaveUp.values.isEmpty)
+        token.setDidFailToSync(TestError("busy"))
+        #expect(gaveUp.values == ["busy"])
+        #expect(syncer.nextSyncIn == nil)
+        // Paused: a retryable failure is not given up (the catch-up retries it); one that may not
+        // be retried is.
+        activity.connectivity = .offline
+        token.sync()
+        token.setDidFailToSync(TestError("offline"))
+        #expect(gaveUp.values == ["busy"])
+        token.sync()
+        token.setDidFailToSync(HTTPLikeError(status: 404))
+        #expect(gaveUp.values == ["busy", "HTTP 404"])
+    }
+
+    @Test("A syncer made for a loadable that failed already gives up during its init")
+    func givesUpAtInit() {
+        token.setDidFailToSync(HTTPLikeError(status: 401))
+        let gaveUp = GiveUpLog()
+        let syncer = makeRecordingSyncer(gaveUp: gaveUp)
+        #expect(gaveUp.values == ["HTTP 401"])
+        withExtendedLifetime(syncer) {}
     }
 
     // MARK: - The retry budget
