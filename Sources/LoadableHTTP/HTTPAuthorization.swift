@@ -17,7 +17,10 @@ public import LoadableSyncer
 /// The rules, for every request of every loadable that shares the authorization:
 /// - Each request waits for the token through the waiter (which syncs it if needed, retries it
 ///   with backoff, and times out), then sends `Authorization: Bearer <token>`. A wait that times
-///   out fails the sync with the waiter's error.
+///   out fails the sync with the waiter's error (`LoadableWaiterError.timedOut`). A token that
+///   cannot be had (the token endpoint refused the credentials: an error the waiter's syncer does
+///   not retry) fails the sync at once with `LoadableWaiterError.targetFailed(_:)`, carrying the
+///   token's error, until the token syncs again.
 /// - A `401` marks the token stale (`SyncableLoadable.invalidate()`) only if the token
 ///   loadable still holds the token that was sent and it is neither stale nor syncing already. So
 ///   any number of concurrent `401`s for the same token, including ones that arrive while the new

@@ -1,5 +1,6 @@
 import Foundation
 import LoadableHTTP
+import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
 import Testing
@@ -31,6 +32,46 @@ final class TokenIssuer {
         let waiting = pending
         pending = []
         for continuation in waiting { continuation.resume() }
+    }
+}
+
+let tokenURL = URL(string: "http://example.test/token")!
+
+/// The sample of `Docs/HTTP.md`, "Authorized requests": telling "log in again" from a slow network.
+func message(forProfileError error: (any Error)?) -> String? {
+    switch error {
+    case LoadableWaiterError.targetFailed(let tokenError)?:
+        "Please sign in again (\(tokenError))"
+    case LoadableWaiterError.timedOut?:
+        "The server is slow to answer"
+    default:
+        error.map { "\($0)" }
+    }
+}
+
+/// A token endpoint that refuses the credentials, against a real server.
+@MainActor
+@Suite(.timeLimit(.minutes(5))) struct RefusedTokenTests {
+    @Test("A token endpoint answering 401 fails the request at once with targetFailed, the guide's message says so")
+    func aRefusedTokenOverHTTP() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.path == "/token" ? .status(401) : .json(#"{"items":[]}"#)
+        }
+        let clock = ManualClock()
+        let token = HTTPLoadable<String>(request: URLRequest(url: server.url("/token")))
+        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(30), clock: clock))
+        let profile = HTTPLoadable<Feed>(request: URLRequest(url: server.url("/feed")), authorization: auth)
+        try? await profile.synced()
+        #expect(statusCode(of: token.error) == 401)
+        guard case .targetFailed(let tokenError)? = profile.error as? LoadableWaiterError else {
+            Issue.record("expected targetFailed, got \(profile.error.map { "\($0)" } ?? "nil")")
+            return
+        }
+        #expect(statusCode(of: tokenError) == 401)
+        #expect(message(forProfileError: profile.error)?.hasPrefix("Please sign in again (HTTP 401") == true)
+        #expect(message(forProfileError: LoadableWaiterError.timedOut) == "The server is slow to answer")
+        #expect(server.requests.map(\.path) == ["/token"])
+        #expect(clock.now.offset == .zero)
     }
 }
 
@@ -184,6 +225,65 @@ final class TokenIssuer {
         await settle(until: { token.loadableState != .syncing })
         #expect(issuer.issuedCount == 2)
         #expect(!token.isStale)
+    }
+
+    @Test(
+        "A token endpoint that refuses the credentials fails the request at once with targetFailed",
+        arguments: [401, 400]
+    )
+    func aRefusedTokenFailsRequestsAtOnce(status: Int) async throws {
+        let token = HTTPLoadable<String>(request: URLRequest(url: tokenURL), transport: transport)
+        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(30), clock: clock))
+        let profile = makeFeed(auth)
+        profile.sync()
+        await transport.waitForRequests(1)
+        #expect(transport.requests[0].url == tokenURL)
+        transport.answer(0, status: status, body: "bad credentials")
+        await settle(until: { profile.loadableState != .syncing })
+        #expect(profile.loadableState == .didFailToSync)
+        guard case .targetFailed(let tokenError)? = profile.error as? LoadableWaiterError else {
+            Issue.record("expected targetFailed, got \(profile.error.map { "\($0)" } ?? "nil")")
+            await clock.advance(by: .seconds(30))
+            return
+        }
+        #expect(statusCode(of: tokenError) == status)
+        #expect(clock.now.offset == .zero)
+        // A later request fails at once too, without asking the token endpoint again.
+        let feed = makeFeed(auth)
+        feed.sync()
+        await settle(until: { feed.loadableState != .syncing })
+        #expect(feed.loadableState == .didFailToSync)
+        #expect(transport.requests.count == 1)
+        // A new login: the token syncs again and requests go through.
+        token.sync()
+        await transport.waitForRequests(2)
+        transport.answer(1, body: #""t2""#)
+        try await token.doneSyncing()
+        feed.sync()
+        await transport.waitForRequests(3)
+        #expect(bearer(2) == "Bearer t2")
+        transport.answer(2, body: #"{"items":[]}"#)
+        try await feed.doneSyncing()
+        #expect(feed.loadableState == .didSyncSuccessfully)
+    }
+
+    @Test("A loadable's syncer does not retry a request whose token cannot be had")
+    func targetFailedIsNotRetried() async throws {
+        let token = HTTPLoadable<String>(request: URLRequest(url: tokenURL), transport: transport)
+        let auth = HTTPAuthorization.bearer(LoadableWaiter(token, timeout: .seconds(30), clock: clock))
+        let profile = makeFeed(auth)
+        let syncer = LoadableSyncer(
+            profile,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: ActivityMonitor()
+        )
+        profile.sync()
+        await transport.waitForRequests(1)
+        transport.answer(0, status: 401)
+        await settle(until: { profile.loadableState != .syncing })
+        #expect(profile.error is LoadableWaiterError)
+        #expect(syncer.nextSyncIn == nil)
     }
 
     @Test func aWaiterTimeoutFailsTheSyncWithTheWaitersError() async throws {

@@ -467,6 +467,37 @@ struct ScriptedPolicy: TimeoutPolicy {
         #expect(machine.nextSyncIn(now: .seconds(10)) == .seconds(590))
     }
 
+    @Test(
+        "hasGivenUp: a failure that may not be retried, or one the policy has no retry left for, until the next transition or reset"
+    )
+    func givingUp() {
+        var machine = SyncerStateMachine(policy: ScriptedPolicy(retries: [.seconds(1), nil]), syncPolicy: .sync)
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: false, now: .zero)
+        #expect(machine.hasGivenUp)
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .zero)
+        #expect(!machine.hasGivenUp)
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: true, now: .zero)
+        #expect(!machine.hasGivenUp)  // a retry in 1 s
+        _ = machine.timerFired(now: .seconds(1))
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .seconds(1))
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: true, now: .seconds(1))
+        #expect(machine.hasGivenUp)  // the policy answered nil: out of retries
+        _ = machine.appDidBecomeActive(retryAllowed: true, needsSync: false, now: .seconds(2))
+        #expect(!machine.hasGivenUp)  // a new budget, and the catch-up syncs
+
+        // Paused, a failure that may be retried is not given up: the catch-up retries it.
+        var paused = SyncerStateMachine(
+            policy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(8)),
+            syncPolicy: .sync,
+            isPaused: true
+        )
+        _ = paused.stateChanged(to: .didFailToSync, retryAllowed: true, now: .zero)
+        #expect(!paused.hasGivenUp)
+        _ = paused.stateChanged(to: .syncing, retryAllowed: true, now: .zero)
+        _ = paused.stateChanged(to: .didFailToSync, retryAllowed: false, now: .zero)
+        #expect(paused.hasGivenUp)
+    }
+
     /// Feeds the row's inputs to a machine and checks the actions of each step.
     func run(_ row: Row) {
         let policy: any TimeoutPolicy =

@@ -39,7 +39,9 @@ struct WaiterModelTests {
         @MainActor init(_ target: Target) {
             state = target.loadableState
             isContentsAvailable = target.isContentsAvailable
-            errorCode = (target.error as? TestError)?.code ?? (target.error as? HintedModelError)?.code
+            errorCode =
+                (target.error as? TestError)?.code ?? (target.error as? HintedModelError)?.code
+                ?? (target.error as? RefusedModelError)?.code
             retryAfter = (target.error as? any RetryAfterProviding)?.retryAfter
             syncCount = target.syncCount
             syncIfNeededCount = target.syncIfNeededCount
@@ -64,6 +66,15 @@ struct WaiterModelTests {
     struct HintedModelError: RetryAfterProviding, Equatable {
         var code: Int
         var retryAfter: Duration?
+    }
+
+    /// A test error that says a retry cannot help (a token endpoint's 401): a waiter's syncer gives
+    /// up on it.
+    struct RefusedModelError: RetryAfterProviding, Equatable, CustomStringConvertible {
+        var code: Int
+        var retryAfter: Duration? { nil }
+        var isRetryable: Bool { false }
+        var description: String { "refused \(code)" }
     }
 
     // MARK: - The syncer
@@ -181,6 +192,12 @@ struct WaiterModelTests {
         func nextSyncIn(now: Duration) -> Duration? {
             deadline.map { Swift.max($0 - now, .zero) }
         }
+
+        /// Whether the last transition was to a failure no retry will follow: one that may not be
+        /// retried, or one after the retries were used up.
+        var hasGivenUp: Bool {
+            observed == .didFailToSync && (!isFailureRetryable || isOutOfRetries)
+        }
     }
 
     // MARK: - The waiter
@@ -188,12 +205,15 @@ struct WaiterModelTests {
     /// How a wait ended.
     enum Outcome: Equatable, CustomStringConvertible {
         case success, timedOut, cancelled
+        /// `LoadableWaiterError.targetFailed` with an error of this description.
+        case targetFailed(String)
         case unexpected(String)
 
         init(_ result: Result<Target, any Error>, target: Target) {
             switch result {
             case .success(let value): self = value === target ? .success : .unexpected("another target")
             case .failure(LoadableWaiterError.timedOut): self = .timedOut
+            case .failure(LoadableWaiterError.targetFailed(let error)): self = .targetFailed("\(error)")
             case .failure(is CancellationError): self = .cancelled
             case .failure(let error): self = .unexpected("\(error)")
             }
@@ -204,6 +224,7 @@ struct WaiterModelTests {
             case .success: "success"
             case .timedOut: "timedOut"
             case .cancelled: "cancelled"
+            case .targetFailed(let error): "targetFailed(\(error))"
             case .unexpected(let text): "unexpected(\(text))"
             }
         }
@@ -227,6 +248,8 @@ struct WaiterModelTests {
         /// Cancels the task or the handle of wait number `index % waits`.
         case cancel(Int)
         case succeed
+        /// Fails with no error (`nil`), a `TestError` (code 1; retried), or a ``RefusedModelError``
+        /// (code 401; not retried: the waiter's syncer gives up).
         case fail(Int?)
         case setSyncing
         case setIdle
@@ -265,7 +288,12 @@ struct WaiterModelTests {
     /// next deadline), cancelled when the last wait ends. While anyone waits, the target is
     /// observed and, with `syncsIfPossible`, asked to `syncIfNeeded()` when the first wait begins
     /// and kept syncing by a syncer (`syncIfNeeded`, backoff from `min(1 s, timeout)` to
-    /// `min(timeout, 30 s)`, no refresh) that goes away with the last wait.
+    /// `min(timeout, 30 s)`, no refresh) that goes away with the last wait. When that syncer gives
+    /// up (a transition to failed with an error it does not retry), every pending wait ends with
+    /// `targetFailed` and the error, the timer and the syncer go, and every later wait whose
+    /// condition does not hold ends so at once (no timer, no sync) until the target notifies in
+    /// another state; meanwhile the waiter keeps observing the target. Without a syncer a failure
+    /// changes nothing.
     struct WaiterModel {
         struct Wait {
             var isAsync: Bool
@@ -287,6 +315,9 @@ struct WaiterModelTests {
         var requestedSleeps: [Duration] = []
         /// Waits in the order they ended.
         var endOrder: [Int] = []
+        /// The description of the error the waiter's syncer gave up on, until the target notifies
+        /// in another state.
+        var targetFailure: String?
 
         init(_ configuration: WaiterConfiguration) {
             self.configuration = configuration
@@ -302,7 +333,20 @@ struct WaiterModelTests {
         var pendingSleepCount: Int { (armedDeadline == nil ? 0 : 1) + (syncer?.deadline == nil ? 0 : 1) }
 
         /// The observers the waiter and its syncer have on the target.
-        var observerCount: Int { (isWatching ? 1 : 0) + (syncer == nil ? 0 : 1) }
+        var observerCount: Int { (isWatching || targetFailure != nil ? 1 : 0) + (syncer == nil ? 0 : 1) }
+
+        /// Whether the waiter's syncer retries the target's error (only a ``RefusedModelError`` is
+        /// not retried).
+        var retryAllowed: Bool { target.errorCode != 401 }
+
+        /// The target's error as the waiter reports it.
+        var errorDescription: String {
+            switch target.errorCode {
+            case nil: "\(LoadableError.unspecified)"
+            case 401?: "\(RefusedModelError(code: 401))"
+            case let code?: "\(TestError(code: code))"
+            }
+        }
 
         var nextDeadline: Duration? { [armedDeadline, syncer?.deadline].compactMap(\.self).min() }
 
@@ -361,6 +405,10 @@ struct WaiterModelTests {
                 end(id, .success)
                 return
             }
+            if let targetFailure {
+                end(id, .targetFailed(targetFailure))
+                return
+            }
             pending.append(id)
             if armedDeadline.map({ waits[id].deadline < $0 }) ?? true {
                 armedDeadline = waits[id].deadline
@@ -390,10 +438,24 @@ struct WaiterModelTests {
             let min = Swift.min(.seconds(1), configuration.timeout)
             var syncer = SyncerModel(
                 period: nil, min: min, max: Swift.max(min, Swift.min(configuration.timeout, .seconds(30))))
-            if let delay = syncer.notified(in: target.state, retryAllowed: true, now: now) {
+            if let delay = syncer.notified(in: target.state, retryAllowed: retryAllowed, now: now) {
                 requestedSleeps.append(delay)
             }
+            // A target that failed already may be given up at once.
+            if syncer.hasGivenUp {
+                giveUp()
+                return
+            }
             self.syncer = syncer
+        }
+
+        /// The waiter's syncer gave up: every pending wait fails with the target's error.
+        mutating func giveUp() {
+            targetFailure = errorDescription
+            let ids = pending
+            pending = []
+            stop()
+            for id in ids { end(id, .targetFailed(errorDescription)) }
         }
 
         mutating func stop() {
@@ -411,12 +473,15 @@ struct WaiterModelTests {
 
         /// Observers in the order they were added: the waiter's, then its syncer's.
         mutating func notify() {
+            if targetFailure != nil, target.state != .didFailToSync { targetFailure = nil }
             if isWatching, conditionHolds { succeedAll() }
             if var syncer {
-                if let delay = syncer.notified(in: target.state, retryAllowed: true, now: now) {
+                let hadGivenUp = syncer.hasGivenUp
+                if let delay = syncer.notified(in: target.state, retryAllowed: retryAllowed, now: now) {
                     requestedSleeps.append(delay)
                 }
                 self.syncer = syncer
+                if !hadGivenUp, syncer.hasGivenUp { giveUp() }
             }
         }
 
@@ -466,7 +531,7 @@ struct WaiterModelTests {
             let before = target.state
             syncIfNeeded()
             guard var syncer, target.state == before, syncer.deadline == nil else { return }
-            if let delay = syncer.arm(for: target.state, retryAllowed: true, now: now) {
+            if let delay = syncer.arm(for: target.state, retryAllowed: retryAllowed, now: now) {
                 requestedSleeps.append(delay)
             }
             self.syncer = syncer
@@ -590,7 +655,9 @@ struct WaiterModelTests {
                 guard let id = previous.waitToCancel(index) else { return }
                 if isAsync[id] { tasks[id]?.cancel() } else { handles[id]?.cancel() }
             case .succeed: target.setDidSyncSuccessfully()
-            case .fail(let code): target.setDidFailToSync(code.map { TestError(code: $0) })
+            case .fail(let code):
+                target.setDidFailToSync(
+                    code.map { $0 == 401 ? RefusedModelError(code: $0) as any Error : TestError(code: $0) })
             case .setSyncing: target.setSyncing()
             case .setIdle: target.setIdle()
             case .sync: target.sync()
@@ -669,14 +736,16 @@ struct WaiterModelTests {
                     return "wait \(id) succeeded but the condition never held after it began"
                 case .unexpected(let text):
                     return "wait \(id) ended with \(text)"
-                case .success, .timedOut, .cancelled:
+                case .success, .timedOut, .cancelled, .targetFailed:
                     break
                 }
             }
             if notifiedInStep, conditionHeldAtLastNotification, waiter.pendingWaitCount > 0 {
                 return "the condition held at a notification but \(waiter.pendingWaitCount) waits are pending"
             }
-            if waiter.pendingWaitCount == 0, clock.pendingSleepCount > 0 || liveObserverCount > 1 {
+            // After a failure given up, the waiter observes the target until it syncs again.
+            let idleObservers = model.targetFailure == nil ? 1 : 2
+            if waiter.pendingWaitCount == 0, clock.pendingSleepCount > 0 || liveObserverCount > idleObservers {
                 return "nobody waits but \(clock.pendingSleepCount) sleeps and \(liveObserverCount - 1) "
                     + "observers remain"
             }
@@ -692,7 +761,9 @@ struct WaiterModelTests {
             }
             if let failure = ruleViolation() { return "after the last timeout: \(failure)" }
             if let id = ends.firstIndex(where: \.isEmpty) { return "wait \(id) never ended" }
-            if liveObserverCount != 1 { return "\(liveObserverCount - 1) observers left after the last wait" }
+            if liveObserverCount != 1 + (model.targetFailure == nil ? 0 : 1) {
+                return "\(liveObserverCount - 1) observers left after the last wait"
+            }
             if clock.pendingSleepCount > 0 { return "\(clock.pendingSleepCount) timers left after the last wait" }
             return nil
         }
@@ -717,7 +788,7 @@ struct WaiterModelTests {
         case 3..<6: .waitWithCallback
         case 6..<8: .cancel(Int.random(in: 0..<8, using: &random))
         case 8: .succeed
-        case 9, 10: .fail(Bool.random(using: &random) ? nil : 1)
+        case 9, 10: .fail([nil, 1, 1, 401].randomElement(using: &random)!)
         case 11: .setSyncing
         case 12: .setIdle
         case 13: .sync
