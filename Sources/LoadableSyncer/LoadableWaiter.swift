@@ -140,6 +140,8 @@ public final class LoadableWaiter<Target: PureLoadable> {
     /// The error of the failure the waiter's syncer gave up on; `nil` once the target notified in
     /// another state. While set, waits whose condition does not hold fail at once.
     private var targetFailure: (any Error)?
+    /// The number of pending ``waitAfterSync()`` waits.
+    private var afterSyncWaitCount = 0
 
     /// Creates a waiter.
     ///
@@ -176,9 +178,11 @@ public final class LoadableWaiter<Target: PureLoadable> {
     }
 
     /// Whether a wait may end with the target now: the condition holds (read without telling
-    /// Observation where the target has a core).
+    /// Observation where the target has a core) and, while a ``waitAfterSync()`` is pending, the
+    /// target is not syncing.
     private var isSatisfied: Bool {
         let (state, isContentsAvailable) = status
+        if afterSyncWaitCount > 0, state == .syncing { return false }
         switch condition {
         case .contentsAvailable: return isContentsAvailable && !(coreOwner?.untrackedIsStale ?? false)
         case .didSyncSuccessfully: return state == .didSyncSuccessfully
@@ -206,9 +210,33 @@ public final class LoadableWaiter<Target: PureLoadable> {
     ///   waiter's syncer does not retry; `CancellationError` if the waiting task is cancelled.
     /// - Complexity: O(log n) to begin and to end, for n pending waits.
     public func wait() async throws -> Target {
+        try await wait(afterSync: false)
+    }
+
+    /// Waits as ``wait()`` does, and also until a sync of the target that runs now has ended.
+    ///
+    /// For a caller that had the target sync (an authorization renewing a token after a 401) and
+    /// must not take what the target held before: with ``Condition-swift.enum/contentsAvailable``
+    /// the old contents meet the condition while the new ones load. While such a wait is pending,
+    /// every wait of this waiter waits for the running sync to end too.
+    ///
+    /// - Returns: The target, once the condition holds and it is not syncing.
+    /// - Throws: What ``wait()`` throws.
+    package func waitAfterSync() async throws -> Target {
+        try await wait(afterSync: true)
+    }
+
+    private func wait(afterSync: Bool) async throws -> Target {
         try Task.checkCancellation()
-        if isSatisfied { return target }
-        if let targetFailure { throw LoadableWaiterError.targetFailed(targetFailure) }
+        if afterSync { afterSyncWaitCount += 1 }
+        if isSatisfied {
+            if afterSync { afterSyncWaitCount -= 1 }
+            return target
+        }
+        if let targetFailure {
+            if afterSync { afterSyncWaitCount -= 1 }
+            throw LoadableWaiterError.targetFailed(targetFailure)
+        }
         // The operation and the continuation's body run at once, on the main actor, with no
         // suspension in between: the wait gets this identifier. A cancellation handler that runs
         // before the wait begins (the task was cancelled meanwhile) finds it begun all the same,
@@ -216,7 +244,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
         let id = machine.nextID
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                let added = begin(.task(continuation))
+                let added = begin(afterSync ? .taskAfterSync(continuation) : .task(continuation))
                 assert(added == id, "LoadableWaiter: wait \(added) began, expected \(id)")
             }
         } onCancel: {
@@ -273,12 +301,19 @@ public final class LoadableWaiter<Target: PureLoadable> {
                 // `wait(_:)` stores this waiter's handles only.
                 unsafeDowncast(handle, to: Handle.self).end(with: result)
             case .task(let continuation):
-                if let error {
-                    continuation.resume(throwing: error)
-                } else {
-                    continuation.resume()
-                }
+                resume(continuation, throwing: error)
+            case .taskAfterSync(let continuation):
+                afterSyncWaitCount -= 1
+                resume(continuation, throwing: error)
             }
+        }
+    }
+
+    private func resume(_ continuation: UnsafeContinuation<Void, any Error>, throwing error: (any Error)?) {
+        if let error {
+            continuation.resume(throwing: error)
+        } else {
+            continuation.resume()
         }
     }
 
@@ -402,4 +437,6 @@ private enum WaitResumption {
     case callback(AnyObject)
     /// A task suspended in `wait()`.
     case task(UnsafeContinuation<Void, any Error>)
+    /// A task suspended in `waitAfterSync()`.
+    case taskAfterSync(UnsafeContinuation<Void, any Error>)
 }

@@ -237,6 +237,43 @@ import Testing
         #expect(waiter.pendingWaitCount == 0)
     }
 
+    @Test("waitAfterSync waits for the running sync to end even when the old contents meet the condition")
+    func waitAfterSyncWaitsForTheSyncsEnd() async throws {
+        token.setDidSyncSuccessfully("old")
+        let waiter = makeWaiter()
+        token.sync()
+        var outcomes: [String] = []
+        let task = Task { try await waiter.waitAfterSync().contents }
+        await clock.waitForSleepers()
+        #expect(waiter.pendingWaitCount == 1)
+        // While it waits, a plain wait waits for the sync's end too.
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes.isEmpty)
+        token.setDidSyncSuccessfully("new")
+        #expect(try await task.value == "new")
+        #expect(outcomes == ["success"])
+        // Not syncing: it returns at once, as wait() does; and wait() again takes the contents.
+        #expect(try await waiter.waitAfterSync().contents == "new")
+        token.sync()
+        #expect(try await waiter.wait().contents == "new")
+        #expect(waiter.pendingWaitCount == 0)
+    }
+
+    @Test("A cancelled waitAfterSync stops holding back the other waits")
+    func cancelledWaitAfterSync() async {
+        token.setDidSyncSuccessfully("old")
+        let waiter = makeWaiter()
+        token.sync()
+        let task = Task { try await waiter.waitAfterSync() }
+        await clock.waitForSleepers()
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        var outcomes: [String] = []
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes == ["success"])
+        token.setDidSyncSuccessfully("new")
+    }
+
     @Test("LoadableWaiterError: equal when the case and the error's type and description are")
     func errorEquality() {
         let refused = LoadableWaiterError.targetFailed(Refused())

@@ -243,6 +243,8 @@ struct WaiterModelTests {
     enum WaiterOperation: Equatable, CustomStringConvertible {
         /// `wait()` in a main-actor task.
         case waitAsync
+        /// `waitAfterSync()` (what an authorization renewing a token calls) in a main-actor task.
+        case waitAfterSync
         /// `wait(_:)` with a completion.
         case waitWithCallback
         /// Cancels the task or the handle of wait number `index % waits`.
@@ -264,6 +266,7 @@ struct WaiterModelTests {
         var description: String {
             switch self {
             case .waitAsync: "waitAsync"
+            case .waitAfterSync: "waitAfterSync"
             case .waitWithCallback: "waitWithCallback"
             case .cancel(let index): "cancel(\(index))"
             case .succeed: "succeed"
@@ -301,6 +304,9 @@ struct WaiterModelTests {
             var deadline: Duration
             var outcome: Outcome?
             var end: Duration?
+            /// A `waitAfterSync()`: while it is pending, every wait also waits for the target to
+            /// stop syncing.
+            var afterSync = false
         }
 
         let configuration: WaiterConfiguration
@@ -323,7 +329,15 @@ struct WaiterModelTests {
             self.configuration = configuration
         }
 
+        /// Whether a wait may end with the target: the condition holds and, while a
+        /// `waitAfterSync()` is pending, the target is not syncing.
         var conditionHolds: Bool {
+            if target.state == .syncing, pending.contains(where: { waits[$0].afterSync }) { return false }
+            return conditionHoldsAlone
+        }
+
+        /// The waiter's condition, as `isConditionMet` says.
+        var conditionHoldsAlone: Bool {
             switch configuration.condition {
             case .contentsAvailable: target.isContentsAvailable
             case .didSyncSuccessfully: target.state == .didSyncSuccessfully
@@ -369,6 +383,7 @@ struct WaiterModelTests {
         mutating func apply(_ operation: WaiterOperation) -> Bool {
             switch operation {
             case .waitAsync: startWait(isAsync: true)
+            case .waitAfterSync: startWait(isAsync: true, afterSync: true)
             case .waitWithCallback: startWait(isAsync: false)
             case .cancel(let index):
                 if let id = waitToCancel(index) { cancelWait(id) }
@@ -398,10 +413,12 @@ struct WaiterModelTests {
             return true
         }
 
-        mutating func startWait(isAsync: Bool) {
+        mutating func startWait(isAsync: Bool, afterSync: Bool = false) {
             let id = waits.count
-            waits.append(Wait(isAsync: isAsync, start: now, deadline: now + configuration.timeout))
-            if conditionHolds {
+            waits.append(
+                Wait(isAsync: isAsync, start: now, deadline: now + configuration.timeout, afterSync: afterSync))
+            // A `waitAfterSync()` counts itself: it does not end while the target syncs.
+            if conditionHolds, !(afterSync && target.state == .syncing) {
                 end(id, .success)
                 return
             }
@@ -585,7 +602,9 @@ struct WaiterModelTests {
         func targetDidNotify() {
             moment += 1
             notifiedInStep = true
-            conditionHeldAtLastNotification = waiter.isConditionMet
+            // While a `waitAfterSync()` is pending, waits end only once the target is not syncing.
+            let isHeldBack = target.loadableState == .syncing && model.pending.contains { model.waits[$0].afterSync }
+            conditionHeldAtLastNotification = waiter.isConditionMet && !isHeldBack
             if conditionHeldAtLastNotification { lastMomentConditionHeld = moment }
         }
 
@@ -620,7 +639,7 @@ struct WaiterModelTests {
                 if let failure = mismatch() ?? ruleViolation() {
                     return "step \(step) \(operation): \(failure)"
                 }
-                let isWait = operation == .waitAsync || operation == .waitWithCallback
+                let isWait = [.waitAsync, .waitAfterSync, .waitWithCallback].contains(operation)
                 if configuration.syncsIfPossible, isWait, pendingBefore == 0, waiter.pendingWaitCount > 0,
                     target.syncIfNeededCount == syncIfNeededBefore
                 {
@@ -632,12 +651,13 @@ struct WaiterModelTests {
 
         func perform(_ operation: WaiterOperation, previous: WaiterModel) async {
             switch operation {
-            case .waitAsync:
+            case .waitAsync, .waitAfterSync:
                 let id = beginWait(isAsync: true)
+                let afterSync = operation == .waitAfterSync
                 tasks[id] = Task { [weak self, waiter] in
                     let result: Result<Target, any Error>
                     do {
-                        result = .success(try await waiter.wait())
+                        result = .success(try await afterSync ? waiter.waitAfterSync() : waiter.wait())
                     } catch {
                         result = .failure(error)
                     }
@@ -784,7 +804,8 @@ struct WaiterModelTests {
         timeout: Duration
     ) -> WaiterOperation {
         switch Int.random(in: 0..<22, using: &random) {
-        case 0..<3: .waitAsync
+        case 0..<2: .waitAsync
+        case 2: Bool.random(using: &random) ? .waitAsync : .waitAfterSync
         case 3..<6: .waitWithCallback
         case 6..<8: .cancel(Int.random(in: 0..<8, using: &random))
         case 8: .succeed
