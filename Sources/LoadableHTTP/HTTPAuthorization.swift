@@ -23,13 +23,14 @@ public import LoadableSyncer
 ///   token's error, until the token syncs again.
 /// - A `401` renews the token if the token loadable still holds the token that was sent and no
 ///   sync of it runs: it marks it stale (`SyncableLoadable.invalidate()`, unless it is stale
-///   already) and has it sync (`SyncableLoadable.sync()`, unless the invalidation started one),
+///   already) and, if the waiter would still hand it out, has it sync (`SyncableLoadable.sync()`),
 ///   whatever the waiter's condition and whatever the token's type (an app's own
-///   `SyncableLoadable`, whose `invalidate()` may do nothing, too). The request then waits for
-///   that sync's end (and the waiter's condition), not for the condition alone, which the
-///   rejected token may still meet. A `401` that finds a sync of the token running waits for its
-///   end. So any number of concurrent `401`s for the same token, including ones that arrive while
-///   the new token loads, cause one refresh. (A token type of the app's own must move to
+///   `SyncableLoadable`, whose `invalidate()` may do nothing, too); otherwise the waiter syncs it
+///   (with its backoff, after a refresh that failed). The request then waits for that sync's end
+///   (and the waiter's condition), not for the condition alone, which the rejected token may
+///   still meet. A `401` that finds a sync of the token running waits for its end. So any number
+///   of concurrent `401`s for the same token, including ones that arrive while the new token
+///   loads, cause one refresh. (A token type of the app's own must move to
 ///   `LoadableState.syncing` within `sync()`, as the package's loadables do, for the request to
 ///   see the sync it waits for.)
 /// - Then the request is sent once more with a token other than the rejected one. A second `401`
@@ -139,12 +140,13 @@ private final class BearerSource<Token: SyncableLoadable & ContentsLoadable>: Se
         for _ in 0..<2 {
             if current == rejected {
                 // Still the rejected token: unless a sync of it runs already (someone else's, or
-                // the refresh another 401 started), mark it stale and have it sync, whatever the
-                // waiter's condition and whatever the token's type (an app's own type may do
-                // nothing on `invalidate()`)...
+                // the refresh another 401 started), mark it stale; and if the waiter would still
+                // hand it out (its condition holds: `.didSyncSuccessfully`, or a token type whose
+                // `invalidate()` does nothing), have it sync. Otherwise the waiter syncs it, with
+                // its backoff after a refresh that failed...
                 if !isSyncing {
                     if !target.isStaleUntracked { target.invalidate() }
-                    if !isSyncing { target.sync() }
+                    if !isSyncing, waiter.isConditionMetUntracked { target.sync() }
                 }
                 // ...then wait for that sync's end, not for the condition alone, which the
                 // rejected token may still meet while the new one loads.

@@ -177,15 +177,25 @@ public final class LoadableWaiter<Target: PureLoadable> {
         }
     }
 
+    /// ``isConditionMet``, read without telling Observation where the target has a core.
+    package var isConditionMetUntracked: Bool {
+        isConditionMet(status)
+    }
+
     /// Whether a wait may end with the target now: the condition holds (read without telling
     /// Observation where the target has a core) and, while a ``waitAfterSync()`` is pending, the
     /// target is not syncing.
     private var isSatisfied: Bool {
-        let (state, isContentsAvailable) = status
-        if afterSyncWaitCount > 0, state == .syncing { return false }
+        let status = status
+        if afterSyncWaitCount > 0, status.state == .syncing { return false }
+        return isConditionMet(status)
+    }
+
+    /// Whether the condition holds for a target with this `status`.
+    private func isConditionMet(_ status: (state: LoadableState, isContentsAvailable: Bool)) -> Bool {
         switch condition {
-        case .contentsAvailable: return isContentsAvailable && !(coreOwner?.untrackedIsStale ?? false)
-        case .didSyncSuccessfully: return state == .didSyncSuccessfully
+        case .contentsAvailable: status.isContentsAvailable && !(coreOwner?.untrackedIsStale ?? false)
+        case .didSyncSuccessfully: status.state == .didSyncSuccessfully
         }
     }
 

@@ -460,6 +460,47 @@ func message(forProfileError error: (any Error)?) -> String? {
     }
 
     @Test(
+        "A 401 after a refresh that failed waits for the waiter's retry instead of syncing the token again",
+        arguments: LoadableWaiter<TestLoadable<String>>.Condition.allCases
+    )
+    func a401AfterAFailedRefreshKeepsTheBackoff(
+        condition: LoadableWaiter<TestLoadable<String>>.Condition
+    )
+        async throws
+    {
+        let token = HTTPLoadable<String>(request: URLRequest(url: tokenURL), transport: transport)
+        let auth = HTTPAuthorization.bearer(
+            LoadableWaiter(token, condition: .init(condition), timeout: .seconds(30), clock: clock))
+        let first = makeFeed(auth)
+        let second = makeFeed(auth)
+        first.sync()
+        await transport.waitForRequests(1)
+        transport.answer(0, body: #""t1""#)
+        second.sync()
+        await transport.waitForRequests(3)
+        transport.answer(1, status: 401)
+        await transport.waitForRequests(4)
+        #expect(transport.requests[3].url == tokenURL)
+        transport.answer(3, status: 503)  // the refresh fails; the waiter's syncer retries in 1 s
+        await clock.waitForSleepers(count: 2)
+        transport.answer(2, status: 401)  // the second request, rejected after the failed refresh
+        await settle(until: { transport.requests.count > 4 })
+        #expect(transport.requests.count == 4)
+        await clock.advance(by: .seconds(1))
+        await transport.waitForRequests(5)
+        #expect(transport.requests[4].url == tokenURL)
+        transport.answer(4, body: #""t2""#)
+        await transport.waitForRequests(7)
+        #expect(bearer(5) == "Bearer t2" && bearer(6) == "Bearer t2")
+        transport.answer(5, body: #"{"items":[]}"#)
+        transport.answer(6, body: #"{"items":[]}"#)
+        try await first.doneSyncing()
+        try await second.doneSyncing()
+        #expect(first.loadableState == .didSyncSuccessfully && second.loadableState == .didSyncSuccessfully)
+        #expect(transport.requests.filter { $0.url == tokenURL }.count == 3)
+    }
+
+    @Test(
         "A refresh after a 401 that the token endpoint refuses fails the request at once with targetFailed",
         arguments: LoadableWaiter<TestLoadable<String>>.Condition.allCases
     )
