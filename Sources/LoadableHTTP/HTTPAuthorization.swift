@@ -17,15 +17,25 @@ public import LoadableSyncer
 /// The rules, for every request of every loadable that shares the authorization:
 /// - Each request waits for the token through the waiter (which syncs it if needed, retries it
 ///   with backoff, and times out), then sends `Authorization: Bearer <token>`. A wait that times
-///   out fails the sync with the waiter's error.
-/// - A `401` marks the token stale (`SyncableLoadable.invalidate()`) only if the token
-///   loadable still holds the token that was sent and it is neither stale nor syncing already. So
-///   any number of concurrent `401`s for the same token, including ones that arrive while the new
-///   token loads, cause one refresh.
-/// - Then the request is sent once more with a token other than the rejected one (waiting for
-///   it if needed). A second `401` fails the sync with
-///   ``HTTPLoadableError/status(code:headers:bodyPrefix:)``; so does a refresh that gives the
-///   rejected token back twice.
+///   out fails the sync with the waiter's error (`LoadableWaiterError.timedOut`). A token that
+///   cannot be had (the token endpoint refused the credentials: an error the waiter's syncer does
+///   not retry) fails the sync at once with `LoadableWaiterError.targetFailed(_:)`, carrying the
+///   token's error, until the token syncs again.
+/// - A `401` renews the token if the token loadable still holds the token that was sent and no
+///   sync of it runs: it marks it stale (`SyncableLoadable.invalidate()`, unless it is stale
+///   already) and, if the waiter would still hand it out, has it sync (`SyncableLoadable.sync()`),
+///   whatever the waiter's condition and whatever the token's type (an app's own
+///   `SyncableLoadable`, whose `invalidate()` may do nothing, too); otherwise the waiter syncs it
+///   (with its backoff, after a refresh that failed). The request then waits for that sync's end
+///   (and the waiter's condition), not for the condition alone, which the rejected token may
+///   still meet. A `401` that finds a sync of the token running waits for its end. So any number
+///   of concurrent `401`s for the same token, including ones that arrive while the new token
+///   loads, cause one refresh. (A token type of the app's own must move to
+///   `LoadableState.syncing` within `sync()`, as the package's loadables do, for the request to
+///   see the sync it waits for.)
+/// - Then the request is sent once more with a token other than the rejected one. A second `401`
+///   fails the sync with ``HTTPLoadableError/status(code:headers:bodyPrefix:)``; so does a refresh
+///   that gives the rejected token back twice.
 ///
 /// A token with characters a header cannot carry (control characters, line breaks) is never
 /// sent: the sync fails with ``HTTPLoadableError/transport(_:)`` (`URLError.userAuthenticationRequired`).
@@ -87,24 +97,36 @@ public struct HTTPAuthorization: Sendable {
     }
 }
 
-/// The token side of ``HTTPAuthorization/bearer(_:token:)``: waits, reads and invalidates.
+/// The token side of ``HTTPAuthorization/bearer(_:token:)``: waits, reads and renews.
+///
+/// Its own reads of the token (contents, state, staleness) do not tell Observation where the token
+/// has a core: bookkeeping is not a view's read, and a registrar made by it would make every later
+/// change of the token pay.
 @MainActor
 private final class BearerSource<Token: SyncableLoadable & ContentsLoadable>: Sendable {
     typealias Credential = HTTPAuthorization.Credential
 
     let waiter: LoadableWaiter<Token>
     let token: @MainActor (Token.Contents) -> String
+    /// The token loadable, when it has a core.
+    private let coreOwner: (any LoadableCoreOwner)?
 
     init(waiter: LoadableWaiter<Token>, token: @escaping @MainActor (Token.Contents) -> String) {
         self.waiter = waiter
         self.token = token
+        coreOwner = waiter.target as? any LoadableCoreOwner
     }
 
-    /// The token the loadable holds now, if any. (Read in a load task, where no Observation
-    /// tracking is under way.)
+    /// The token the loadable holds now, if any.
     private var current: Credential? {
-        guard let contents = waiter.target.contents else { return nil }
-        return Credential(token: token(contents))
+        let target = waiter.target
+        let contents = coreOwner.map { owner in owner.core.readUntracked { target.contents } } ?? target.contents
+        return contents.map { Credential(token: token($0)) }
+    }
+
+    /// Whether the token loadable is syncing now.
+    private var isSyncing: Bool {
+        (coreOwner?.untrackedStatus.state ?? waiter.target.loadableState) == .syncing
     }
 
     func credential() async throws -> Credential {
@@ -116,14 +138,21 @@ private final class BearerSource<Token: SyncableLoadable & ContentsLoadable>: Se
         let target = waiter.target
         // Two rounds: a refresh that hands the rejected token back gets one more chance.
         for _ in 0..<2 {
-            if current == rejected, !target.isStaleUntracked, target.loadableState != .syncing {
-                target.invalidate()
-            }
-            _ = try await waiter.wait()
-            // A sync someone else started (not an invalidation) leaves the condition met with
-            // the rejected token still in place: wait for that sync to end.
-            if current == rejected, target.loadableState == .syncing {
-                try await target.wait { $0.loadableState != .syncing }
+            if current == rejected {
+                // Still the rejected token: unless a sync of it runs already (someone else's, or
+                // the refresh another 401 started), mark it stale; and if the waiter would still
+                // hand it out (its condition holds: `.didSyncSuccessfully`, or a token type whose
+                // `invalidate()` does nothing), have it sync. Otherwise the waiter syncs it, with
+                // its backoff after a refresh that failed...
+                if !isSyncing {
+                    if !target.isStaleUntracked { target.invalidate() }
+                    if !isSyncing, waiter.isConditionMetUntracked { target.sync() }
+                }
+                // ...then wait for that sync's end, not for the condition alone, which the
+                // rejected token may still meet while the new one loads.
+                _ = try await waiter.waitAfterSync()
+            } else {
+                _ = try await waiter.wait()
             }
             if let renewed = current, renewed != rejected { return try Self.checked(renewed) }
         }

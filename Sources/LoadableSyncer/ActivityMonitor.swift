@@ -51,6 +51,9 @@ public enum NetworkConnectivity: Sendable, Hashable, CaseIterable, CustomStringC
 /// activity.connectivity = .online   // a failed feed syncs at once, its backoff starts over
 /// ```
 ///
+/// A failure whose error gave a `Retry-After` hint is the exception: the catch-up retries it at
+/// the failure's time plus the hint, never before (see ``LoadableSyncer``).
+///
 /// Setting a property to the value it has does nothing. A change is seen by Observation
 /// (`withObservationTracking`, SwiftUI) and by every syncer that follows the monitor, at once, in
 /// the order they were made; a change made while they are being told is told to them next.

@@ -49,7 +49,11 @@ public import Observation
 ///
 /// A running sync is never cancelled by any of this. An error that is ``RetryAfterProviding``
 /// (a server's `Retry-After`) stretches its retry delay to `min(max(backoff, hint),`
-/// ``maxRetryAfter``); jitter applies to the backoff only.
+/// ``maxRetryAfter``); jitter applies to the backoff only. The hint is also a **deadline**: a
+/// failure at time `t` whose error asked for `h` is not retried before `t + min(h,`
+/// ``maxRetryAfter``), not even by the catch-up when the app comes back or the network returns
+/// (or ``appDidBecomeActive()``): the catch-up schedules the retry for that moment instead of
+/// syncing at once. This holds for a failure that came while paused too.
 ///
 /// ``nextSyncIn`` and ``isWaitingForNetwork`` are observable (`withObservationTracking`,
 /// SwiftUI): they change when the schedule does, not as time passes.
@@ -100,8 +104,10 @@ public final class LoadableSyncer: Observable {
     ///
     /// With a hint `h` and the policy's backoff `d`, the retry comes after
     /// `min(max(d, h), maxRetryAfter)`: a hint longer than the backoff wins, a shorter one loses,
-    /// and a huge one is capped here. Without a hint the delay is the backoff. Setting `.zero` or
-    /// less stops the program with a message naming the value.
+    /// and a huge one is capped here. Without a hint the delay is the backoff. A catch-up (the app
+    /// active again, the network back) does not retry before `min(h, maxRetryAfter)` after the
+    /// failure either. The value in force when the failure arrives applies to it. Setting `.zero`
+    /// or less stops the program with a message naming the value.
     ///
     /// ```swift
     /// syncer.maxRetryAfter = .seconds(300)  // "Retry-After: 86400" waits 5 minutes, not a day
@@ -129,6 +135,10 @@ public final class LoadableSyncer: Observable {
     private weak var coreOwner: (any LoadableCoreOwner)?
     /// The Observation registrar, made by the first read of an observable property.
     private var observationState: RegistrarBox?
+    /// Told when the syncer gives up on a failure (see the package init).
+    private let didGiveUp: (@MainActor (any Error) -> Void)?
+    /// Whether ``didGiveUp`` was told of the failure the machine gave up on last.
+    private var hasReportedGivingUp = false
 
     /// Creates a syncer for `loadable` and starts watching it.
     ///
@@ -142,13 +152,40 @@ public final class LoadableSyncer: Observable {
     ///   - clock: The clock timers sleep on; a `ManualClock` in tests.
     ///   - activity: The monitor to follow: ``ActivityMonitor/system`` by default; an
     ///     `ActivityMonitor()` the test drives in tests.
-    public init(
+    public convenience init(
         _ loadable: some SyncableLoadable,
         syncPolicy: SyncPolicy = .sync,
         timeoutPolicy: any TimeoutPolicy,
         clock: any Clock<Duration> = ContinuousClock(),
         activity: ActivityMonitor = .system
     ) {
+        self.init(
+            loadable,
+            syncPolicy: syncPolicy,
+            timeoutPolicy: timeoutPolicy,
+            clock: clock,
+            activity: activity,
+            didGiveUp: nil
+        )
+    }
+
+    /// Creates a syncer that also tells `didGiveUp` each time it gives up on a failure.
+    ///
+    /// The syncer gives up when the loadable moves to `LoadableState.didFailToSync` and no retry
+    /// will follow: ``shouldRetry`` refuses the error, or the policy's retries are used up. A
+    /// failure that may be retried while the monitor pauses the syncer is not given up (the
+    /// catch-up retries it). `didGiveUp` gets the loadable's error (`LoadableError.unspecified`
+    /// when it has none), after the syncer made its decision; it may be called during this init,
+    /// for a loadable that already failed. For a ``LoadableWaiter``, whose waits then fail at once.
+    package init(
+        _ loadable: some SyncableLoadable,
+        syncPolicy: SyncPolicy = .sync,
+        timeoutPolicy: any TimeoutPolicy,
+        clock: any Clock<Duration> = ContinuousClock(),
+        activity: ActivityMonitor = .system,
+        didGiveUp: (@MainActor (any Error) -> Void)?
+    ) {
+        self.didGiveUp = didGiveUp
         self.loadable = loadable
         self.syncPolicy = syncPolicy
         self.activity = activity
@@ -172,7 +209,8 @@ public final class LoadableSyncer: Observable {
     ///
     /// `.zero` when the sync is due (or overdue) but has not happened yet, which is the case while
     /// a paused timer's deadline passes. `nil` after a failure while paused (the catch-up retries
-    /// it), after a failure that may not be retried, and once the retries are used up.
+    /// it), after a failure that may not be retried, and once the retries are used up. After a
+    /// catch-up that waits for a `Retry-After` deadline, the time left until that deadline.
     ///
     /// Observable: Observation sees it change when the schedule changes (not as time passes).
     public var nextSyncIn: Duration? {
@@ -199,7 +237,14 @@ public final class LoadableSyncer: Observable {
     /// The backoff and the retry budget start over. Unless the monitor pauses the syncer (inactive
     /// or offline), the loadable is synced at once if its last attempt failed (and ``shouldRetry``
     /// allows it), if a scheduled refresh is overdue, or if it is stale (`needsSync`). Otherwise
-    /// nothing changes.
+    /// nothing changes. A failure whose error gave a `Retry-After` hint is not retried before the
+    /// failure's time plus the hint (capped by ``maxRetryAfter``): the retry is scheduled for that
+    /// moment instead (``nextSyncIn`` tells it).
+    ///
+    /// ```swift
+    /// // A 429 asked for 600 s, 10 s ago:
+    /// syncer.appDidBecomeActive()  // no sync now; syncer.nextSyncIn == .seconds(590)
+    /// ```
     ///
     /// The ``activity`` monitor does this for every syncer that follows it when it becomes active;
     /// call this only for a syncer whose monitor does not know (or in tests).
@@ -272,6 +317,19 @@ public final class LoadableSyncer: Observable {
         let before = observationState == nil ? nil : observableValues
         carryOut(decide())
         if let before, observableValues != before { didChangeObservableValues() }
+        if didGiveUp != nil { reportGivingUp() }
+    }
+
+    /// Tells ``didGiveUp`` once per failure the machine gives up on (a sync the syncer starts may
+    /// fail inside this call, in a nested decision that reports it first).
+    private func reportGivingUp() {
+        guard machine.hasGivenUp else {
+            hasReportedGivingUp = false
+            return
+        }
+        guard !hasReportedGivingUp, let loadable else { return }
+        hasReportedGivingUp = true
+        didGiveUp?(untracked { loadable.error } ?? LoadableError.unspecified)
     }
 
     private func carryOut(_ actions: [SyncerStateMachine.Action]) {

@@ -31,6 +31,13 @@
 ///   wait begins and failures are retried with backoff by an internal ``LoadableSyncer`` (policy
 ///   ``LoadableSyncer/SyncPolicy/syncIfNeeded``, retry delays from `min(1 s, timeout)` growing by √2
 ///   up to `min(timeout, 30 s)`, no refresh). When the last wait ends, the retries stop.
+/// - When that syncer gives up (the target failed with an error it does not retry: one whose
+///   ``RetryAfterProviding/isRetryable`` is `false`, such as a token endpoint's 401), every
+///   pending wait fails at once with ``LoadableWaiterError/targetFailed(_:)``, carrying the
+///   target's error, and so does every later wait whose condition does not hold, without starting
+///   a sync, until the target notifies in another state (someone syncs it again, after a new
+///   login say). Without that syncer (``syncsIfPossible`` `false`, or a target that is not
+///   syncable) a failure changes nothing: the waits wait for whoever syncs the target.
 /// - One timer serves all waits: it is armed for the earliest deadline.
 ///
 /// The waiter holds its target **strongly**. A waiter with pending waits stays alive until they end
@@ -128,6 +135,13 @@ public final class LoadableWaiter<Target: PureLoadable> {
     private var syncer: LoadableSyncer?
     private var isWatching = false
     private var timer = ClockTimer()
+    /// The target, when it has a core: read without telling Observation.
+    private let coreOwner: (any LoadableCoreOwner)?
+    /// The error of the failure the waiter's syncer gave up on; `nil` once the target notified in
+    /// another state. While set, waits whose condition does not hold fail at once.
+    private var targetFailure: (any Error)?
+    /// The number of pending ``waitAfterSync()`` waits.
+    private var afterSyncWaitCount = 0
 
     /// Creates a waiter.
     ///
@@ -152,6 +166,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
         self.syncsIfPossible = syncsIfPossible
         self.machine = WaiterStateMachine(timeout: timeout)
         self.clock = ElapsedClock(clock)
+        coreOwner = target as? any LoadableCoreOwner
     }
 
     /// Whether the condition holds now.
@@ -160,6 +175,35 @@ public final class LoadableWaiter<Target: PureLoadable> {
         case .contentsAvailable: target.isContentsAvailable && !target.isStaleUntracked
         case .didSyncSuccessfully: target.loadableState == .didSyncSuccessfully
         }
+    }
+
+    /// ``isConditionMet``, read without telling Observation where the target has a core.
+    package var isConditionMetUntracked: Bool {
+        isConditionMet(status)
+    }
+
+    /// Whether a wait may end with the target now: the condition holds (read without telling
+    /// Observation where the target has a core) and, while a ``waitAfterSync()`` is pending, the
+    /// target is not syncing.
+    private var isSatisfied: Bool {
+        let status = status
+        if afterSyncWaitCount > 0, status.state == .syncing { return false }
+        return isConditionMet(status)
+    }
+
+    /// Whether the condition holds for a target with this `status`.
+    private func isConditionMet(_ status: (state: LoadableState, isContentsAvailable: Bool)) -> Bool {
+        switch condition {
+        case .contentsAvailable: status.isContentsAvailable && !(coreOwner?.untrackedIsStale ?? false)
+        case .didSyncSuccessfully: status.state == .didSyncSuccessfully
+        }
+    }
+
+    /// The target's state and availability, read without telling Observation where it has a core:
+    /// the waiter's bookkeeping is not a view's read, and must not make every change of the target
+    /// pay for a registrar.
+    private var status: (state: LoadableState, isContentsAvailable: Bool) {
+        coreOwner?.untrackedStatus ?? (target.loadableState, target.isContentsAvailable)
     }
 
     /// The number of waits that have not ended.
@@ -171,12 +215,38 @@ public final class LoadableWaiter<Target: PureLoadable> {
     /// of them ends only its own wait.
     ///
     /// - Returns: The target, once the condition holds.
-    /// - Throws: ``LoadableWaiterError/timedOut`` after ``timeout``; `CancellationError` if the
-    ///   waiting task is cancelled.
+    /// - Throws: ``LoadableWaiterError/timedOut`` after ``timeout``;
+    ///   ``LoadableWaiterError/targetFailed(_:)`` when the target failed with an error the
+    ///   waiter's syncer does not retry; `CancellationError` if the waiting task is cancelled.
     /// - Complexity: O(log n) to begin and to end, for n pending waits.
     public func wait() async throws -> Target {
+        try await wait(afterSync: false)
+    }
+
+    /// Waits as ``wait()`` does, and also until a sync of the target that runs now has ended.
+    ///
+    /// For a caller that had the target sync (an authorization renewing a token after a 401) and
+    /// must not take what the target held before: with ``Condition-swift.enum/contentsAvailable``
+    /// the old contents meet the condition while the new ones load. While such a wait is pending,
+    /// every wait of this waiter waits for the running sync to end too.
+    ///
+    /// - Returns: The target, once the condition holds and it is not syncing.
+    /// - Throws: What ``wait()`` throws.
+    package func waitAfterSync() async throws -> Target {
+        try await wait(afterSync: true)
+    }
+
+    private func wait(afterSync: Bool) async throws -> Target {
         try Task.checkCancellation()
-        if isConditionMet { return target }
+        if afterSync { afterSyncWaitCount += 1 }
+        if isSatisfied {
+            if afterSync { afterSyncWaitCount -= 1 }
+            return target
+        }
+        if let targetFailure {
+            if afterSync { afterSyncWaitCount -= 1 }
+            throw LoadableWaiterError.targetFailed(targetFailure)
+        }
         // The operation and the continuation's body run at once, on the main actor, with no
         // suspension in between: the wait gets this identifier. A cancellation handler that runs
         // before the wait begins (the task was cancelled meanwhile) finds it begun all the same,
@@ -184,7 +254,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
         let id = machine.nextID
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                let added = begin(.task(continuation))
+                let added = begin(afterSync ? .taskAfterSync(continuation) : .task(continuation))
                 assert(added == id, "LoadableWaiter: wait \(added) began, expected \(id)")
             }
         } onCancel: {
@@ -196,17 +266,23 @@ public final class LoadableWaiter<Target: PureLoadable> {
     /// Waits until the condition holds, then calls `completion` with the target.
     ///
     /// The completion is called exactly once, on the main actor: synchronously, before this method
-    /// returns, if the condition holds now; otherwise with the target when the condition holds,
-    /// with ``LoadableWaiterError/timedOut`` after ``timeout``, or with `CancellationError` when
-    /// the returned handle is cancelled.
+    /// returns, if the condition holds now (or with ``LoadableWaiterError/targetFailed(_:)`` if
+    /// the target failed with an error the waiter's syncer does not retry); otherwise with the
+    /// target when the condition holds, with ``LoadableWaiterError/timedOut`` after ``timeout``,
+    /// with ``LoadableWaiterError/targetFailed(_:)`` when the target fails so, or with
+    /// `CancellationError` when the returned handle is cancelled.
     ///
     /// - Parameter completion: Called once with the outcome.
     /// - Returns: A handle to cancel the wait; releasing it does not cancel the wait.
     /// - Complexity: O(log n) to begin and to end, for n pending waits.
     @discardableResult
     public func wait(_ completion: @escaping Completion) -> Handle {
-        if isConditionMet {
+        if isSatisfied {
             completion(.success(target))
+            return Handle(waiter: nil, id: -1, completion: nil)
+        }
+        if let targetFailure {
+            completion(.failure(LoadableWaiterError.targetFailed(targetFailure)))
             return Handle(waiter: nil, id: -1, completion: nil)
         }
         // The handle holds the completion: it must exist before the wait begins, which may end it.
@@ -235,12 +311,19 @@ public final class LoadableWaiter<Target: PureLoadable> {
                 // `wait(_:)` stores this waiter's handles only.
                 unsafeDowncast(handle, to: Handle.self).end(with: result)
             case .task(let continuation):
-                if let error {
-                    continuation.resume(throwing: error)
-                } else {
-                    continuation.resume()
-                }
+                resume(continuation, throwing: error)
+            case .taskAfterSync(let continuation):
+                afterSyncWaitCount -= 1
+                resume(continuation, throwing: error)
             }
+        }
+    }
+
+    private func resume(_ continuation: UnsafeContinuation<Void, any Error>, throwing error: (any Error)?) {
+        if let error {
+            continuation.resume(throwing: error)
+        } else {
+            continuation.resume()
         }
     }
 
@@ -252,8 +335,23 @@ public final class LoadableWaiter<Target: PureLoadable> {
     }
 
     private func targetDidChange() {
-        guard machine.count > 0, isConditionMet else { return }
+        if targetFailure != nil, status.state != .didFailToSync {
+            // The target syncs again (or was set by hand): waits wait for it again.
+            targetFailure = nil
+            if !isWatching { stopObserving() }
+        }
+        guard machine.count > 0, isSatisfied else { return }
         succeedAll()
+    }
+
+    /// The waiter's syncer gave up on the target's failure: every pending wait fails at once, and
+    /// later ones too until the target notifies in another state.
+    private func syncerDidGiveUp(_ error: any Error) {
+        guard isWatching else { return }
+        targetFailure = error
+        let (removed, actions) = machine.removeAll()
+        perform(actions)
+        end(removed, throwing: LoadableWaiterError.targetFailed(error))
     }
 
     private func succeedAll() {
@@ -265,7 +363,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
     private func timerDidFire(_ generation: Int) {
         guard timer.fired(generation) else { return }
         // A target may change without notifying: look once more before failing anyone.
-        if isConditionMet {
+        if isSatisfied {
             succeedAll()
             return
         }
@@ -287,26 +385,37 @@ public final class LoadableWaiter<Target: PureLoadable> {
 
     private func startWatching() {
         isWatching = true
-        observation = target.addObserver { [weak self] _ in
-            self?.targetDidChange()
+        if observation == nil {
+            observation = target.addObserver { [weak self] _ in
+                self?.targetDidChange()
+            }
         }
         guard syncsIfPossible, let syncable = target as? any SyncableLoadable else { return }
         syncable.syncIfNeeded()
         // The sync may have met the condition at once and ended every wait.
         guard isWatching else { return }
-        syncer = LoadableSyncer(
+        let syncer = LoadableSyncer(
             syncable,
             syncPolicy: .syncIfNeeded,
             timeoutPolicy: Self.retryPolicy(timeout: timeout),
-            clock: clock.base
+            clock: clock.base,
+            didGiveUp: { [weak self] error in self?.syncerDidGiveUp(error) }
         )
+        // A target that had failed already may have been given up during the init, which ended
+        // every wait.
+        if isWatching { self.syncer = syncer }
     }
 
     private func stopWatching() {
         isWatching = false
+        syncer = nil
+        // After a failure given up, the waiter keeps observing to learn when the target syncs again.
+        if targetFailure == nil { stopObserving() }
+    }
+
+    private func stopObserving() {
         observation?.cancel()
         observation = nil
-        syncer = nil
     }
 
     /// Retries from `min(1 s, timeout)` growing by √2 up to `min(timeout, 30 s)`; no refresh.
@@ -338,4 +447,6 @@ private enum WaitResumption {
     case callback(AnyObject)
     /// A task suspended in `wait()`.
     case task(UnsafeContinuation<Void, any Error>)
+    /// A task suspended in `waitAfterSync()`.
+    case taskAfterSync(UnsafeContinuation<Void, any Error>)
 }

@@ -27,6 +27,12 @@
 ///   `min(max(d, h), maxRetryAfter)`; without one it is `d`. When the policy answers `nil` after a
 ///   failure that may be retried, the retries are used up until the next reset: a reset also comes
 ///   from a sync someone else starts while they are used up.
+/// - The hint is a deadline: a failure at `t` with a hint `h > 0` is not retried by a catch-up
+///   (resuming, app activation) before `t + min(h, maxRetryAfter)`. A catch-up before that moment
+///   schedules the retry for it instead of syncing at once (the backoff still starts over). The
+///   deadline is kept from every transition to failed, paused or not, until the next transition.
+/// - Given up: the last transition was to failed and no retry will come from this machine (the
+///   error may not be retried, or the retries are used up); see ``hasGivenUp``.
 /// - A zero delay (retry or refresh) means "at once, once": the timer is armed with no delay. But
 ///   when the loadable finishes a sync that a zero-delay timer started and the policy asks for a
 ///   zero delay again (no non-zero delay, outside sync or app activation in between), the delay is
@@ -90,6 +96,9 @@ struct SyncerStateMachine {
     private var isFailureRetryable = false
     /// Set when the policy answered `nil` for a failure that may be retried; cleared by a reset.
     private(set) var isOutOfRetries = false
+    /// The moment before which a catch-up may not retry the failure seen last: its time plus its
+    /// hint (capped by ``maxRetryAfter``); `nil` when it had no hint, or after any other transition.
+    private(set) var retryAfterDeadline: Duration?
     /// The longest retry delay a hint may ask for.
     var maxRetryAfter: Duration = .seconds(3600)
 
@@ -109,6 +118,14 @@ struct SyncerStateMachine {
     /// be unreachable: the retry waits for the network.
     var isWaitingForNetwork: Bool {
         isOffline && isFailureRetryable
+    }
+
+    /// Whether the loadable's last transition was to a failure that no retry will follow: its
+    /// error may not be retried (``shouldRetry``), or the retries are used up until the next reset.
+    ///
+    /// A failure that may be retried while paused is not given up: the catch-up retries it.
+    var hasGivenUp: Bool {
+        observedState == .didFailToSync && (!isFailureRetryable || isOutOfRetries)
     }
 
     /// The time left until the next sync falls due (never negative); `nil` when none is scheduled.
@@ -134,6 +151,12 @@ struct SyncerStateMachine {
         // A sync someone else started after the retries were used up gets a new budget.
         if state == .syncing, isOutOfRetries, !isAwaitingSyncOutcome { resetPolicy() }
         isAwaitingSyncOutcome = false
+        // The failure's time plus its hint, kept whatever `arm` decides (paused, out of retries):
+        // a later catch-up honours it.
+        retryAfterDeadline = nil
+        if state == .didFailToSync, let retryAfter, retryAfter > .zero {
+            retryAfterDeadline = now + Swift.min(retryAfter, maxRetryAfter)
+        }
         return arm(for: state, retryAllowed: retryAllowed, retryAfter: retryAfter, now: now)
     }
 
@@ -221,7 +244,10 @@ struct SyncerStateMachine {
     private mutating func catchUp(retryAllowed: Bool, needsSync: Bool, now: Duration) -> [Action]? {
         switch observedState {
         case .didFailToSync where retryAllowed:
-            break
+            // Never before the server's deadline: the retry is scheduled for it.
+            if let retryAfterDeadline, retryAfterDeadline > now {
+                return schedule(after: retryAfterDeadline - now, purpose: .retry, now: now)
+            }
         case .didSyncSuccessfully where needsSync || (purpose == .refresh && deadline.map { $0 <= now } == true):
             break
         case .idle, .syncing, .didFailToSync, .didSyncSuccessfully, nil:

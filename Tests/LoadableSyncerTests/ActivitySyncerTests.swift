@@ -9,6 +9,22 @@ struct HintedError: RetryAfterProviding {
     var retryAfter: Duration?
 }
 
+/// The errors a syncer gave up on, in order.
+@MainActor
+final class GiveUpLog {
+    private(set) var values: [String] = []
+
+    func append(_ value: String) { values.append(value) }
+}
+
+/// An error that says whether a retry may help, as an HTTP status does.
+struct HTTPLikeError: RetryAfterProviding, CustomStringConvertible {
+    var status: Int
+    var retryAfter: Duration? { nil }
+    var isRetryable: Bool { status == 429 || status >= 500 }
+    var description: String { "HTTP \(status)" }
+}
+
 /// The syncer with an ``ActivityMonitor``: pausing while inactive or offline, the catch-up, the
 /// Retry-After hint and the retry budget, with the clock's requested sleeps as the oracle.
 @MainActor
@@ -386,6 +402,139 @@ struct HintedError: RetryAfterProviding {
         #expect(syncer.nextSyncIn == nil)
         #expect(syncer.isWaitingForNetwork)
         #expect(clock.requestedSleeps.isEmpty)
+    }
+
+    // MARK: - Retry-After is a deadline
+
+    @Test("After a 429 asking for 600 s, a trip to the background does not retry before 600 s")
+    func backgroundTripKeepsTheHintsDeadline() async {
+        let syncer = makeSyncer()
+        token.sync()
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(600)))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(10))
+        activity.isActive = false
+        await settle(sleepers: 0)
+        await clock.advance(by: .seconds(10))
+        activity.isActive = true  // the backoff starts over, but the server said 600 s
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(580))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(579))
+        #expect(token.syncCount == 1)
+        await clock.advance(by: .seconds(1))
+        #expect(token.syncCount == 2)
+        #expect(clock.requestedSleeps == [.seconds(600), .seconds(580)])
+    }
+
+    @Test("A network flap does not retry before the hint's deadline; appDidBecomeActive neither")
+    func networkFlapKeepsTheHintsDeadline() async {
+        let syncer = makeSyncer()
+        token.sync()
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(120)))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(10))
+        activity.connectivity = .offline
+        activity.connectivity = .online
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(110))
+        await clock.advance(by: .seconds(20))
+        syncer.appDidBecomeActive()
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(90))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(90))
+        #expect(token.syncCount == 2)
+    }
+
+    @Test("A failure while offline remembers its hint: back online before the deadline, the retry waits for it")
+    func pausedFailureRemembersTheHintsDeadline() async {
+        let syncer = makeSyncer()
+        activity.connectivity = .offline
+        token.sync()
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(300)))
+        #expect(syncer.nextSyncIn == nil)
+        await clock.advance(by: .seconds(100))
+        activity.connectivity = .online
+        #expect(token.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(200))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(200))
+        #expect(token.syncCount == 2)
+        // Past the deadline, a catch-up syncs at once again.
+        token.setDidFailToSync(HintedError(retryAfter: .seconds(30)))
+        await settle(sleepers: 1)
+        activity.isActive = false
+        await clock.advance(by: .seconds(30))
+        activity.isActive = true
+        #expect(token.syncCount == 3)
+    }
+
+    // MARK: - Giving up (what a waiter's waits fail fast on)
+
+    /// A syncer for `token` that records what it gives up on.
+    func makeRecordingSyncer(maxRetries: Int? = nil, gaveUp: GiveUpLog) -> LoadableSyncer {
+        LoadableSyncer(
+            token,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(15), maxRetries: maxRetries),
+            clock: clock,
+            activity: activity,
+            didGiveUp: { gaveUp.append("\($0)") }
+        )
+    }
+
+    @Test("The syncer tells once when it gives up: an error shouldRetry refuses, not one it retries")
+    func givesUpOnAnErrorItDoesNotRetry() async {
+        let gaveUp = GiveUpLog()
+        let syncer = makeRecordingSyncer(gaveUp: gaveUp)
+        token.sync()
+        token.setDidFailToSync(TestError("busy"))
+        #expect(gaveUp.values.isEmpty)
+        token.sync()
+        token.setDidFailToSync(HTTPLikeError(status: 401))
+        #expect(gaveUp.values == ["HTTP 401"])
+        token.notifyDidChange()  // the same state: nothing new
+        #expect(gaveUp.values == ["HTTP 401"])
+        token.sync()
+        token.setDidFailToSync(HTTPLikeError(status: 400))
+        #expect(gaveUp.values == ["HTTP 401", "HTTP 400"])
+        syncer.shouldRetry = { _ in false }
+        token.sync()
+        token.setDidFailToSync(nil)
+        #expect(gaveUp.values == ["HTTP 401", "HTTP 400", "\(LoadableError.unspecified)"])
+    }
+
+    @Test("The syncer gives up when its retries are used up, not while a retryable failure waits for the network")
+    func givesUpWhenOutOfRetries() async {
+        let gaveUp = GiveUpLog()
+        let syncer = makeRecordingSyncer(maxRetries: 1, gaveUp: gaveUp)
+        token.sync()
+        token.setDidFailToSync(TestError("busy"))
+        await settle(sleepers: 1)
+        await clock.advance(by: .seconds(1))
+        #expect(token.syncCount == 2)
+        #expect(gaveUp.values.isEmpty)
+        token.setDidFailToSync(TestError("busy"))
+        #expect(gaveUp.values == ["busy"])
+        #expect(syncer.nextSyncIn == nil)
+        // Paused: a retryable failure is not given up (the catch-up retries it); one that may not
+        // be retried is.
+        activity.connectivity = .offline
+        token.sync()
+        token.setDidFailToSync(TestError("offline"))
+        #expect(gaveUp.values == ["busy"])
+        token.sync()
+        token.setDidFailToSync(HTTPLikeError(status: 404))
+        #expect(gaveUp.values == ["busy", "HTTP 404"])
+    }
+
+    @Test("A syncer made for a loadable that failed already gives up during its init")
+    func givesUpAtInit() {
+        token.setDidFailToSync(HTTPLikeError(status: 401))
+        let gaveUp = GiveUpLog()
+        let syncer = makeRecordingSyncer(gaveUp: gaveUp)
+        #expect(gaveUp.values == ["HTTP 401"])
+        withExtendedLifetime(syncer) {}
     }
 
     // MARK: - The retry budget

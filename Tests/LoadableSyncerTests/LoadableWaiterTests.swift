@@ -172,6 +172,149 @@ import Testing
         #expect(token.syncCount == 5)
     }
 
+    /// An error that says a retry cannot help (a token endpoint's 401).
+    struct Refused: RetryAfterProviding, CustomStringConvertible {
+        var retryAfter: Duration? { nil }
+        var isRetryable: Bool { false }
+        var description: String { "refused" }
+    }
+
+    @Test(
+        "A target that fails with an error its syncer will not retry fails every pending wait at once",
+        arguments: LoadableWaiter<TestLoadable<String>>.Condition.allCases
+    )
+    func targetFailureEndsPendingWaits(condition: LoadableWaiter<TestLoadable<String>>.Condition) async {
+        let waiter = makeWaiter(condition: condition)
+        var outcomes: [String] = []
+        for _ in 0..<3 { waiter.wait { outcomes.append(outcome($0)) } }
+        let task = Task { try await waiter.wait() }
+        await clock.waitForSleepers()
+        #expect(token.syncCount == 1)
+        token.setDidFailToSync(Refused())
+        #expect(outcomes.count == 3)
+        #expect(outcomes.allSatisfy { $0 == "The loadable waited for failed: refused" })
+        await #expect(throws: LoadableWaiterError.targetFailed(Refused())) { try await task.value }
+        #expect(clock.now.offset == .zero)
+        #expect(waiter.pendingWaitCount == 0)
+        await settle { clock.pendingSleepCount == 0 }
+        #expect(clock.pendingSleepCount == 0)
+        if outcomes.isEmpty { await clock.advance(by: .seconds(10)) }
+    }
+
+    @Test("Later waits fail at once without syncing, until someone else syncs the target")
+    func targetFailureEndsLaterWaitsUntilTheTargetSyncsAgain() async throws {
+        let waiter = makeWaiter()
+        var outcomes: [String] = []
+        waiter.wait { outcomes.append(outcome($0)) }
+        token.setDidFailToSync(Refused())
+        #expect(outcomes.count == 1)
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes.count == 2)
+        #expect(outcomes.last == "The loadable waited for failed: refused")
+        await #expect(throws: LoadableWaiterError.targetFailed(Refused())) { try await waiter.wait() }
+        #expect(token.syncCount == 1)
+        #expect(waiter.pendingWaitCount == 0)
+        // A new login: someone syncs the token; waits wait for it again.
+        token.sync()
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes.count == 2)
+        token.setDidSyncSuccessfully("new")
+        #expect(outcomes.last == "success")
+        if outcomes.count < 3 { await clock.advance(by: .seconds(10)) }
+    }
+
+    @Test("A target that already failed and will not be retried fails the first wait at once when it does not sync")
+    func targetGivenUpWhenTheSyncerIsMade() async {
+        token.needsSync = false  // syncIfNeeded() does nothing: the syncer sees the failure as it is
+        token.setDidFailToSync(Refused())
+        let waiter = makeWaiter(condition: .didSyncSuccessfully)
+        var outcomes: [String] = []
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes == ["The loadable waited for failed: refused"])
+        #expect(token.syncCount == 0)
+        await settle { clock.pendingSleepCount == 0 }
+        #expect(clock.pendingSleepCount == 0)
+        #expect(waiter.pendingWaitCount == 0)
+    }
+
+    @Test("waitAfterSync waits for the running sync to end even when the old contents meet the condition")
+    func waitAfterSyncWaitsForTheSyncsEnd() async throws {
+        token.setDidSyncSuccessfully("old")
+        let waiter = makeWaiter()
+        token.sync()
+        var outcomes: [String] = []
+        let task = Task { try await waiter.waitAfterSync().contents }
+        await clock.waitForSleepers()
+        #expect(waiter.pendingWaitCount == 1)
+        // While it waits, a plain wait waits for the sync's end too.
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes.isEmpty)
+        token.setDidSyncSuccessfully("new")
+        #expect(try await task.value == "new")
+        #expect(outcomes == ["success"])
+        // Not syncing: it returns at once, as wait() does; and wait() again takes the contents.
+        #expect(try await waiter.waitAfterSync().contents == "new")
+        token.sync()
+        #expect(try await waiter.wait().contents == "new")
+        #expect(waiter.pendingWaitCount == 0)
+    }
+
+    @Test("A cancelled waitAfterSync stops holding back the other waits")
+    func cancelledWaitAfterSync() async {
+        token.setDidSyncSuccessfully("old")
+        let waiter = makeWaiter()
+        token.sync()
+        let task = Task { try await waiter.waitAfterSync() }
+        await clock.waitForSleepers()
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        var outcomes: [String] = []
+        waiter.wait { outcomes.append(outcome($0)) }
+        #expect(outcomes == ["success"])
+        token.setDidSyncSuccessfully("new")
+    }
+
+    @Test("LoadableWaiterError: equal when the case and the error's type and description are")
+    func errorEquality() {
+        let refused = LoadableWaiterError.targetFailed(Refused())
+        #expect(LoadableWaiterError.timedOut == .timedOut)
+        #expect(refused == .targetFailed(Refused()))
+        #expect(refused != .timedOut)
+        #expect(refused != .targetFailed(TestError("refused")))  // same description, another type
+        #expect(LoadableWaiterError.targetFailed(TestError(code: 1)) != .targetFailed(TestError(code: 2)))
+        #expect(Set([refused, .targetFailed(Refused()), .timedOut]).count == 2)
+        #expect(refused.description == "The loadable waited for failed: refused")
+        #expect(LoadableWaiterError.timedOut.isRetryable)
+        #expect(!refused.isRetryable)
+        #expect(refused.retryAfter == nil)
+    }
+
+    @Test("A failure the syncer retries keeps the waits waiting")
+    func retryableFailureKeepsWaiting() async {
+        let waiter = makeWaiter()
+        var outcomes: [String] = []
+        waiter.wait { outcomes.append(outcome($0)) }
+        token.setDidFailToSync(TestError())
+        #expect(outcomes.isEmpty)
+        await clock.waitForSleepers(count: 2)
+        await clock.advance(by: .seconds(1))
+        #expect(token.syncCount == 2)
+        token.setDidSyncSuccessfully("secret")
+        #expect(outcomes == ["success"])
+    }
+
+    @Test("Without a syncer (syncsIfPossible false) a failure changes nothing: the waits wait for whoever syncs")
+    func failureWithoutSyncerKeepsWaiting() async {
+        let waiter = makeWaiter(syncsIfPossible: false)
+        var outcomes: [String] = []
+        waiter.wait { outcomes.append(outcome($0)) }
+        token.setDidFailToSync(Refused())
+        #expect(outcomes.isEmpty)
+        token.sync()
+        token.setDidSyncSuccessfully("secret")
+        #expect(outcomes == ["success"])
+    }
+
     @Test("With syncsIfPossible false the target is never synced")
     func doesNotSyncWhenAskedNotTo() async {
         let waiter = makeWaiter(syncsIfPossible: false)

@@ -50,6 +50,12 @@ struct ScriptedPolicy: TimeoutPolicy {
         case handled(LoadableState)
         /// The app became active.
         case active(retry: Bool = true)
+        /// The loadable failed with an error whose `Retry-After` hint is `hint`.
+        case failed(hint: Duration?, retry: Bool = true)
+        /// The activity monitor paused the syncer (inactive or offline).
+        case pause
+        /// The activity monitor lets the syncer sync again.
+        case resume(retry: Bool = true)
 
         var description: String {
             switch self {
@@ -57,6 +63,10 @@ struct ScriptedPolicy: TimeoutPolicy {
             case .timer: "timer"
             case .handled(let state): "handled(\(state))"
             case .active(let retry): retry ? "active" : "active (no retry)"
+            case .failed(let hint, let retry):
+                "failed(hint: \(hint.map { "\($0)" } ?? "nil"))\(retry ? "" : " (no retry)")"
+            case .pause: "pause"
+            case .resume(let retry): retry ? "resume" : "resume (no retry)"
             }
         }
     }
@@ -68,6 +78,8 @@ struct ScriptedPolicy: TimeoutPolicy {
         var syncPolicy: LoadableSyncer.SyncPolicy = .sync
         /// The policy, when not a `BackoffTimeoutPolicy` with `period`, min 1 s and max 8 s.
         var policy: ScriptedPolicy? = nil
+        /// The machine's `maxRetryAfter`, when not the default (1 hour).
+        var maxRetryAfter: Duration? = nil
         var steps: [(at: Duration, input: Input, expected: [Action])]
 
         var testDescription: String { name }
@@ -331,11 +343,167 @@ struct ScriptedPolicy: TimeoutPolicy {
         run(row)
     }
 
+    /// The rule of `Retry-After` as a deadline: a catch-up (resuming, app activation) resets the
+    /// backoff but never retries a failure before its time plus its hint (capped by
+    /// `maxRetryAfter`); it is scheduled for that moment instead.
+    static let retryAfterRows: [Row] = [
+        Row(
+            name: "a trip to the background before the hint's deadline: the catch-up is scheduled for the deadline",
+            steps: [
+                (.zero, .state(.syncing), []),
+                (.zero, .failed(hint: s(600)), [.schedule(after: s(600))]),
+                (s(10), .pause, [.cancelTimer]),
+                (s(20), .resume(), [.schedule(after: s(580))]),
+                (s(600), .timer, [.sync]),
+            ]
+        ),
+        Row(
+            name: "app activation before the hint's deadline: the retry waits for the deadline",
+            steps: [
+                (.zero, .failed(hint: s(600)), [.schedule(after: s(600))]),
+                (s(100), .active(), [.schedule(after: s(500))]),
+            ]
+        ),
+        Row(
+            name: "a failure while paused remembers its hint: resuming before the deadline schedules it",
+            steps: [
+                (.zero, .pause, []),
+                (.zero, .state(.syncing), []),
+                (s(5), .failed(hint: s(120)), []),
+                (s(15), .resume(), [.schedule(after: s(110))]),
+                (s(125), .timer, [.sync]),
+            ]
+        ),
+        Row(
+            name: "resuming at or after the hint's deadline syncs at once",
+            steps: [
+                (.zero, .failed(hint: s(60)), [.schedule(after: s(60))]),
+                (s(1), .pause, [.cancelTimer]),
+                (s(60), .resume(), [.cancelTimer, .sync]),
+            ]
+        ),
+        Row(
+            name: "the deadline is capped by maxRetryAfter",
+            maxRetryAfter: s(60),
+            steps: [
+                (.zero, .failed(hint: s(600)), [.schedule(after: s(60))]),
+                (s(10), .pause, [.cancelTimer]),
+                (s(20), .resume(), [.schedule(after: s(40))]),
+            ]
+        ),
+        Row(
+            name:
+                "a catch-up resets the backoff: after the deadline's retry fails without a hint, the retry comes after min",
+            steps: [
+                (.zero, .failed(hint: s(30)), [.schedule(after: s(30))]),
+                (s(30), .timer, [.sync]),
+                (s(30), .state(.syncing), []),
+                (s(31), .failed(hint: s(30)), [.schedule(after: s(30))]),
+                (s(32), .pause, [.cancelTimer]),
+                (s(33), .resume(), [.schedule(after: s(28))]),
+                (s(61), .timer, [.sync]),
+                (s(61), .state(.syncing), []),
+                (s(62), .failed(hint: nil), [.schedule(after: s(1))]),
+            ]
+        ),
+        Row(
+            name: "a failure without a hint still syncs at once on resume",
+            steps: [
+                (.zero, .failed(hint: nil), [.schedule(after: s(1))]),
+                (.zero, .pause, [.cancelTimer]),
+                (s(1) / 2, .resume(), [.cancelTimer, .sync]),
+            ]
+        ),
+        Row(
+            name: "a later failure without a hint forgets the earlier deadline",
+            steps: [
+                (.zero, .failed(hint: s(600)), [.schedule(after: s(600))]),
+                (s(1), .state(.syncing), [.cancelTimer]),
+                (s(2), .failed(hint: nil), [.schedule(after: rootTwo)]),
+                (s(2), .pause, [.cancelTimer]),
+                (s(3), .resume(), [.cancelTimer, .sync]),
+            ]
+        ),
+        Row(
+            name: "a zero or negative hint is no deadline",
+            steps: [
+                (.zero, .failed(hint: .zero), [.schedule(after: s(1))]),
+                (.zero, .active(), [.cancelTimer, .sync]),
+                (.zero, .state(.syncing), []),
+                (.zero, .failed(hint: s(-5)), [.schedule(after: s(1))]),
+                (.zero, .active(), [.cancelTimer, .sync]),
+            ]
+        ),
+        Row(
+            name: "a failure that may not be retried is not caught up, deadline or not",
+            steps: [
+                (.zero, .failed(hint: s(60), retry: false), []),
+                (s(1), .pause, []),
+                (s(2), .resume(retry: false), []),
+                (s(100), .active(retry: false), []),
+            ]
+        ),
+    ]
+
+    @Test(
+        "Syncer decisions for Retry-After: a catch-up never comes before the hint's deadline", arguments: retryAfterRows
+    )
+    func retryAfterDecisions(row: Row) {
+        run(row)
+    }
+
+    @Test("nextSyncIn after a catch-up before the hint's deadline tells the time left to the deadline")
+    func nextSyncInAfterCatchUpBeforeTheDeadline() {
+        var machine = SyncerStateMachine(
+            policy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(8)),
+            syncPolicy: .sync,
+            isPaused: true
+        )
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .zero)
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: true, retryAfter: .seconds(600), now: .zero)
+        #expect(machine.nextSyncIn(now: .seconds(10)) == nil)
+        _ = machine.activityChanged(
+            paused: false, offline: false, retryAllowed: true, needsSync: false, now: .seconds(10))
+        #expect(machine.nextSyncIn(now: .seconds(10)) == .seconds(590))
+    }
+
+    @Test(
+        "hasGivenUp: a failure that may not be retried, or one the policy has no retry left for, until the next transition or reset"
+    )
+    func givingUp() {
+        var machine = SyncerStateMachine(policy: ScriptedPolicy(retries: [.seconds(1), nil]), syncPolicy: .sync)
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: false, now: .zero)
+        #expect(machine.hasGivenUp)
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .zero)
+        #expect(!machine.hasGivenUp)
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: true, now: .zero)
+        #expect(!machine.hasGivenUp)  // a retry in 1 s
+        _ = machine.timerFired(now: .seconds(1))
+        _ = machine.stateChanged(to: .syncing, retryAllowed: true, now: .seconds(1))
+        _ = machine.stateChanged(to: .didFailToSync, retryAllowed: true, now: .seconds(1))
+        #expect(machine.hasGivenUp)  // the policy answered nil: out of retries
+        _ = machine.appDidBecomeActive(retryAllowed: true, needsSync: false, now: .seconds(2))
+        #expect(!machine.hasGivenUp)  // a new budget, and the catch-up syncs
+
+        // Paused, a failure that may be retried is not given up: the catch-up retries it.
+        var paused = SyncerStateMachine(
+            policy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(8)),
+            syncPolicy: .sync,
+            isPaused: true
+        )
+        _ = paused.stateChanged(to: .didFailToSync, retryAllowed: true, now: .zero)
+        #expect(!paused.hasGivenUp)
+        _ = paused.stateChanged(to: .syncing, retryAllowed: true, now: .zero)
+        _ = paused.stateChanged(to: .didFailToSync, retryAllowed: false, now: .zero)
+        #expect(paused.hasGivenUp)
+    }
+
     /// Feeds the row's inputs to a machine and checks the actions of each step.
     func run(_ row: Row) {
         let policy: any TimeoutPolicy =
             row.policy ?? BackoffTimeoutPolicy(period: row.period, min: .seconds(1), max: .seconds(8))
         var machine = SyncerStateMachine(policy: policy, syncPolicy: row.syncPolicy)
+        if let maxRetryAfter = row.maxRetryAfter { machine.maxRetryAfter = maxRetryAfter }
         for (index, step) in row.steps.enumerated() {
             let actions: [Action]
             switch step.input {
@@ -347,6 +515,14 @@ struct ScriptedPolicy: TimeoutPolicy {
                 actions = machine.syncRequestHandled(state: state, retryAllowed: true, now: step.at)
             case .active(let retry):
                 actions = machine.appDidBecomeActive(retryAllowed: retry, needsSync: false, now: step.at)
+            case .failed(let hint, let retry):
+                actions = machine.stateChanged(to: .didFailToSync, retryAllowed: retry, retryAfter: hint, now: step.at)
+            case .pause:
+                actions = machine.activityChanged(
+                    paused: true, offline: false, retryAllowed: true, needsSync: false, now: step.at)
+            case .resume(let retry):
+                actions = machine.activityChanged(
+                    paused: false, offline: false, retryAllowed: retry, needsSync: false, now: step.at)
             }
             #expect(actions == step.expected, "step \(index) (\(step.input)) at \(step.at)")
         }

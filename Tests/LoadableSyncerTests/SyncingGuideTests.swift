@@ -358,6 +358,31 @@ struct URLSessionTransport: Transport {
         #expect(syncer.nextSyncIn == .seconds(120))
     }
 
+    @Test("Retry-After deadline sample: a trip to the background does not retry before the server's moment")
+    func retryAfterDeadlineSample() async {
+        let clock = ManualClock()
+        let activity = ActivityMonitor()
+        let feed = TestLoadable<[String]>()
+        let syncer = LoadableSyncer(
+            feed,
+            timeoutPolicy: BackoffTimeoutPolicy(min: .seconds(1), max: .seconds(60)),
+            clock: clock,
+            activity: activity
+        )
+        feed.sync()
+        feed.setDidFailToSync(ServerBusy(retryAfter: .seconds(600)))  // a 429: "come back in 600 s"
+        await clock.advance(by: .seconds(10))
+        activity.isActive = false  // to the background...
+        activity.isActive = true  // ...and back: no sync now
+        // syncer.nextSyncIn == .seconds(590): the retry comes at the server's deadline
+
+        #expect(feed.syncCount == 1)
+        #expect(syncer.nextSyncIn == .seconds(590))
+        await clock.waitForSleepers()
+        await clock.advance(by: .seconds(590))
+        #expect(feed.syncCount == 2)
+    }
+
     @Test("Health check sample: the service's checks pause and resume a syncer")
     func healthCheckSample() async {
         let clock = ManualClock()
