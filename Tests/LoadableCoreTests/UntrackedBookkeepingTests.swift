@@ -251,12 +251,7 @@ struct UntrackedBookkeepingTests {
         waiter.wait { outcomes.append((try? $0.get()) != nil) }
         target.answer(.success(2))
         #expect(outcomes == [true, true])
-        // Left to the owner of LoadableWaiter.swift: the waiter checks its condition through
-        // `isConditionMet`, which reads the target's tracked getters. Remove `withKnownIssue`
-        // once the waiter's own checks read untracked (`LoadableCore.readUntracked`).
-        withKnownIssue("LoadableWaiter reads its target through Observation") {
-            expectNoRegistrar([target])
-        }
+        expectNoRegistrar([target])
     }
 
     // MARK: - Helpers

@@ -69,12 +69,7 @@ struct HTTPUntrackedBookkeepingTests {
                 "Bearer first", "Bearer second",
             ])
         #expect(!feed.core.hasObservationRegistrar)
-        // Left to the owner of LoadableWaiter.swift and HTTPAuthorization.swift: the waiter's
-        // condition (`isConditionMet`) and the bearer source (`current`, `renewal`) read the token
-        // through its tracked getters. Remove `withKnownIssue` once they read untracked.
-        withKnownIssue("LoadableWaiter and HTTPAuthorization read the token through Observation") {
-            #expect(!accessToken.core.hasObservationRegistrar)
-        }
+        #expect(!accessToken.core.hasObservationRegistrar)
     }
 }
 

@@ -12,7 +12,9 @@ struct GuideSamplesTests {
         "Docs/Caching.md": ["Tests/LoadableCachingTests/CachingGuideTests.swift"],
         "Docs/GettingStarted.md": ["Tests/LoadableTests/GettingStartedGuideTests.swift"],
         "Docs/Groups.md": ["Tests/LoadableGroupTests/GroupsGuideTests.swift"],
-        "Docs/HTTP.md": ["Tests/LoadableHTTPTests/HTTPGuideTests.swift"],
+        "Docs/HTTP.md": [
+            "Tests/LoadableHTTPTests/HTTPGuideTests.swift", "Tests/LoadableHTTPTests/HTTPAuthorizationTests.swift",
+        ],
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",
             "Tests/LoadableCachingTests/MutationForwardingTests.swift",
