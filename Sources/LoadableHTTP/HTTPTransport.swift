@@ -54,9 +54,9 @@ extension URLSession: HTTPTransport {
     /// the limit. On Linux, where FoundationNetworking's `data(for:)` can deadlock the thread that
     /// cancels it and a cancel during a `URLCache` lookup stops the process, the request goes
     /// through a session made once from this session's configuration without a `URLCache`, whose
-    /// delegate counts the body as it is read and drops what passes the limit; a cancel reaches
-    /// the transfer from a global queue, never blocking the caller. This session's own delegate is
-    /// not called for these requests.
+    /// delegate counts the body as it is read and drops what passes the limit; tasks start and
+    /// are cancelled on a queue of the transport's own, never blocking the caller. This session's
+    /// own delegate is not called for these requests.
     ///
     /// - Parameters:
     ///   - request: The request to send.

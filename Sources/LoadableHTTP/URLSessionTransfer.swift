@@ -24,9 +24,16 @@
     /// session's own queue, as each piece of the answer is read: the body is counted and kept up
     /// to the limit, and anything beyond is dropped as it arrives, so memory stays bounded
     /// whatever FoundationNetworking does. A cancel resumes the caller at once (from another
-    /// thread, never inside the cancellation handler) and hands `URLSessionTask.cancel()` to a
-    /// global queue, away from any lock; what arrives after that is dropped.
+    /// thread, never inside the cancellation handler) and hands `URLSessionTask.cancel()` to the
+    /// transport's own queue, away from any lock; what arrives after that is dropped.
+    ///
+    /// Making, resuming and cancelling a task wait for the session's queue, which may be busy
+    /// reading a large body inline: they run on ``queue``, a serial queue of the transport's own,
+    /// never on a thread of Swift's cooperative pool (which a wait would take from every task).
     enum URLSessionTransfer {
+        /// Where tasks are made, resumed and cancelled, in that order for each task.
+        static let queue = DispatchQueue(label: "Loadable.URLSessionTransfer")
+
         /// Sends `request` through the transport session made for `session`.
         static func send(
             _ request: URLRequest,
@@ -36,31 +43,44 @@
             try Task.checkCancellation()
             let transferSession = TransferSessions.shared.session(for: session)
             let exchange = Transfer(maxBodySize: maxBodySize)
-            let task = transferSession.dataTask(with: request)
             return try await withTaskCancellationHandler {
                 try await withUnsafeThrowingContinuation { continuation in
-                    if exchange.begin(continuation) {
-                        TransferSessions.shared.router.register(exchange, for: task)
-                        task.resume()
-                    } else {
-                        // Cancelled before it began: the cancellation handler cancels the task.
+                    guard exchange.begin(continuation) else {
+                        // Cancelled before it began; no task was made.
                         continuation.resume(throwing: CancellationError())
+                        return
                     }
+                    queue.async { start(request, of: exchange, on: transferSession) }
                 }
             } onCancel: {
                 // Runs with the Swift task's lock held: take nothing that waits, resume nothing here.
-                let (continuation, needsCancel) = exchange.abandon()
-                DispatchQueue.global().async {
-                    continuation?.resume(throwing: CancellationError())
-                    if needsCancel { task.cancel() }
+                let (continuation, task) = exchange.abandon()
+                if let continuation {
+                    DispatchQueue.global().async { continuation.resume(throwing: CancellationError()) }
                 }
+                if let task { cancelSoon(task) }
             }
         }
 
-        /// Cancels `task` from a global queue: never from the session's queue (where
-        /// `URLSessionTask.cancel()` would wait for itself) and never under a lock.
+        /// Makes and resumes the task of `exchange`, unless its caller gave up already. On
+        /// ``queue``.
+        private static func start(_ request: URLRequest, of exchange: Transfer, on session: URLSession) {
+            guard exchange.isWaiting else { return }
+            let task = session.dataTask(with: request)
+            TransferSessions.shared.router.register(exchange, for: task)
+            // Abandoned meanwhile: the task, never resumed, is cancelled to leave the session.
+            guard exchange.attach(task) else {
+                task.cancel()
+                return
+            }
+            task.resume()
+        }
+
+        /// Cancels `task` on ``queue``: never on the session's queue (where
+        /// `URLSessionTask.cancel()` would wait for itself), never under a lock, and after the
+        /// task was resumed.
         static func cancelSoon(_ task: URLSessionTask) {
-            DispatchQueue.global().async { task.cancel() }
+            queue.async { task.cancel() }
         }
     }
 
@@ -74,8 +94,9 @@
             /// Set once the caller's outcome is decided (resumed, or about to be): later events
             /// are dropped.
             var isDecided = false
-            /// Set when the task completed (its last delegate call came).
-            var isComplete = false
+            /// The task, once it was made; `nil` again once it completed (its last delegate call
+            /// came).
+            var task: URLSessionTask?
             var response: HTTPURLResponse?
             var body = Data()
         }
@@ -96,15 +117,29 @@
             }
         }
 
-        /// The caller gave up: returns its continuation (if it began) to resume with
-        /// `CancellationError`, and whether the task still needs cancelling.
-        func abandon() -> (Continuation?, needsCancel: Bool) {
+        /// Whether the caller waits for the answer still.
+        var isWaiting: Bool {
+            state.withLock { !$0.isDecided }
+        }
+
+        /// Keeps `task` as the transfer's task; `false` if the caller gave up meanwhile.
+        func attach(_ task: URLSessionTask) -> Bool {
+            state.withLock { state in
+                guard !state.isDecided else { return false }
+                state.task = task
+                return true
+            }
+        }
+
+        /// The caller gave up: returns its continuation (if it began and was not resumed) to
+        /// resume with `CancellationError`, and the task to cancel, if one runs.
+        func abandon() -> (Continuation?, URLSessionTask?) {
             state.withLock { state in
                 let continuation = state.isDecided ? nil : state.continuation
                 state.isDecided = true
                 state.continuation = nil
                 state.body = Data()
-                return (continuation, !state.isComplete)
+                return (continuation, state.task)
             }
         }
 
@@ -141,7 +176,7 @@
         /// The task completed, with `error` or with the answer received.
         func complete(with error: (any Error)?) {
             let answer = state.withLock { state -> (HTTPURLResponse?, Data) in
-                state.isComplete = true
+                state.task = nil
                 return (state.response, state.body)
             }
             if let error {

@@ -20,6 +20,9 @@ import Testing
     init() {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 64
+        // FoundationNetworking times a request out 60 s after it began, whatever arrives: a test
+        // that holds a request must not fail because a loaded machine kept it from its next step.
+        configuration.timeoutIntervalForRequest = 300
         session = URLSession(configuration: configuration)
     }
 

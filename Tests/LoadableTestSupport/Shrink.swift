@@ -56,7 +56,11 @@ public func checkRandomSequences<Operation>(
     for sequence in 0..<count {
         let seed = baseSeed &+ UInt64(sequence)
         let operations = makeOperations(seed)
-        guard let failure = await mismatch(operations) else { continue }
+        let failure = await mismatch(operations)
+        // The main actor is shared with every other test: a sequence that never suspends would
+        // keep it for the whole loop, and starve tests waiting on it with real timeouts.
+        await Task.yield()
+        guard let failure else { continue }
         let shortest = await shrink(operations) { await mismatch($0) != nil }
         Issue.record(
             """
