@@ -235,7 +235,7 @@ struct StorePersistenceTests {
         #expect(await cache.savedInts("post-1") == [1])
     }
 
-    @Test("flush() of a store without a cache returns", .timeLimit(.minutes(1)))
+    @Test("flush() of a store without a cache returns", .timeLimit(.minutes(5)))
     func flushWithoutCache() async {
         let store = LoadableStore<Int, PersistedLoadable<Int>>(clock: ManualClock()) { _ in PersistedLoadable() }
         let lease = store.lease(1)
