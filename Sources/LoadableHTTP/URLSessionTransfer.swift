@@ -246,7 +246,7 @@
     ///
     /// Its methods run inline on the session's queue (see ``InlineOperationQueue``): they never
     /// call back into the session synchronously, and hand every completion handler that might
-    /// (an authentication challenge's) to a global queue.
+    /// (an authentication challenge's) to ``URLSessionTransfer/queue``.
     private final class TransferRouter: NSObject, URLSessionDataDelegate, Sendable {
         /// The transfers of the tasks under way, by task (identifiers are only unique per session).
         private let transfers = Locked([ObjectIdentifier: Transfer]())
@@ -285,8 +285,9 @@
             didReceive challenge: URLAuthenticationChallenge,
             completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
         ) {
-            // Its handling may suspend and resume the task, which waits for the session's queue.
-            DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
+            // Its handling may suspend and resume the task, which waits for the session's queue:
+            // it runs where the transport's other waiting calls do.
+            URLSessionTransfer.queue.async { completionHandler(.performDefaultHandling, nil) }
         }
     }
 
