@@ -36,12 +36,9 @@ struct BodyLimitMemoryTests {
             ) { [framing = framing as Framing] in
                 alarm(120)
                 // A failure is reported on the standard output; a crash fails the exit.
-                if let failure = try await MemoryProbe.measure(framing) { print("failure: \(failure)") }
+                if let failure = try await MemoryProbe.measure(framing) { ChildReport.fail(failure) }
             }
-            let output = result.map { String(decoding: $0.standardOutputContent, as: UTF8.self) } ?? ""
-            for line in output.split(separator: "\n") where line.hasPrefix("failure: ") {
-                Issue.record("\(framing): \(line.dropFirst("failure: ".count))")
-            }
+            ChildReport.recordFailures(of: result, context: "\(framing)")
         }
     #endif
 

@@ -47,12 +47,9 @@ struct CancellationStressTests {
             [path = path as Path, cycles = Self.cycles as Int, bound = Self.bound as UInt32] in
             alarm(bound)
             // Failures are reported on the standard output; a block or a crash fails the exit.
-            for failure in try await Stress.run(path, cycles: cycles) { print("failure: \(failure)") }
+            for failure in try await Stress.run(path, cycles: cycles) { ChildReport.fail(failure) }
         }
-        let output = result.map { String(decoding: $0.standardOutputContent, as: UTF8.self) } ?? ""
-        for line in output.split(separator: "\n") where line.hasPrefix("failure: ") {
-            Issue.record("\(path): \(line.dropFirst("failure: ".count))")
-        }
+        ChildReport.recordFailures(of: result, context: "\(path)")
     }
 }
 
