@@ -53,7 +53,8 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     /// entry, which keeps its loadable in use while it has leases); `nil` for a lease from
     /// `SyncableLoadable.lease()`.
     private let tracker: MainActorObject<(any LoadableLeaseTracker)?>
-    private var valueObservation: LoadableObservation?
+    /// The subscription to the loadable, while the lease has observers of its own.
+    package var follower = LoadableFollower()
     /// Whether the use is alive (not released); read by `deinit`.
     private var isLive = true
 
@@ -71,24 +72,6 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
             tracker.leaseDidBegin()
         } else {
             loadable.beginUseIfCounted()
-        }
-    }
-
-    /// Follows the loadable while the lease has observers of its own, so that a lease nobody
-    /// observes does not count as an observer of the loadable (which would, say, start an
-    /// `AutosyncLoadable`'s timer). Observation needs no subscription: every getter of the lease
-    /// reads the loadable's, which Observation tracks too.
-    private func followLoadable(_ follows: Bool) {
-        guard follows else {
-            valueObservation?.cancel()
-            valueObservation = nil
-            return
-        }
-        // Weakly: the lease may be released on another thread while the loadable notifies.
-        valueObservation = loadable.addFollowerObserver { [weak self] _ in
-            guard let self else { return }
-            self.core.willChange()
-            self.core.didChange(NotificationSubject(self))
         }
     }
 
@@ -125,22 +108,13 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     }
 
     /// The loadable's state.
-    public var loadableState: LoadableState {
-        core.trackAccess()
-        return loadable.loadableState
-    }
+    public var loadableState: LoadableState { forwardedState }
 
     /// The loadable's error.
-    public var error: (any Error)? {
-        core.trackAccess()
-        return loadable.error
-    }
+    public var error: (any Error)? { forwardedError }
 
     /// The loadable's availability.
-    public var isContentsAvailable: Bool {
-        core.trackAccess()
-        return loadable.isContentsAvailable
-    }
+    public var isContentsAvailable: Bool { forwardedIsContentsAvailable }
 
     /// The loadable's `needsSync`.
     public var needsSync: Bool { loadable.needsSync }
@@ -148,25 +122,25 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     /// Calls the loadable's `sync()`; does nothing once released.
     public func sync() {
         guard !isReleased else { return }
-        loadable.sync()
+        forwardSync()
     }
 
     /// Calls the loadable's `syncIfNeeded()`; does nothing once released.
     public func syncIfNeeded() {
         guard !isReleased else { return }
-        loadable.syncIfNeeded()
+        forwardSyncIfNeeded()
     }
 
     /// Calls the loadable's `invalidate()`; does nothing once released.
     public func invalidate() {
         guard !isReleased else { return }
-        loadable.invalidate()
+        forwardInvalidate()
     }
 
     /// Calls the loadable's `cancelSync()`; does nothing once released.
     public func cancelSync() {
         guard !isReleased else { return }
-        loadable.cancelSync()
+        forwardCancelSync()
     }
 
     /// Calls `handler` after every change of the loadable until the returned token is cancelled
@@ -186,31 +160,19 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     }
 }
 
-extension LoadableLease: LoadableCoreOwner {
-    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        loadable.statusUntrackedWherePossible
-    }
+extension LoadableLease: LoadableForwarding {
+    /// The loadable.
+    package var followed: Value? { loadable }
 
-    package func observersDidBecomeNonEmpty() { followLoadable(true) }
-    package func observersDidBecomeEmpty() { followLoadable(false) }
-    // A use of the lease itself (a group or proxy in use that has the lease as a member or
-    // target) is one more use of the loadable.
-    package func didBeginUse() { loadable.beginUseIfCounted() }
-    package func didEndUse() { loadable.endUseIfCounted() }
-    /// The failure record of what this loadable stands for.
-    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        loadable.failureRecordIfKnown
-    }
-
-    package var untrackedIsStale: Bool { loadable.isStaleUntracked }
+    /// A lease nobody observes must not count as an observer of its loadable. A use of the lease
+    /// itself (a group or proxy in use that has the lease as a member or target) is one more use
+    /// of the loadable (``LoadableForwarding``'s default).
+    package static var followsOnlyWhileObserved: Bool { true }
 }
 
 extension LoadableLease: ContentsLoadable where Value: ContentsLoadable {
     /// The loadable's contents.
-    public var contents: Value.Contents? {
-        core.trackAccess()
-        return loadable.contents
-    }
+    public var contents: Value.Contents? { forwardedContents }
 }
 
 extension LoadableLease {

@@ -25,7 +25,7 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
     }
 
     /// The target's ``SyncableLoadable/needsSync``; `true` without a target.
-    public var needsSync: Bool { target?.needsSync ?? true }
+    public var needsSync: Bool { forwardedNeedsSync(default: true) }
 
     /// Forwards `sync()` to the target, or shows ``LoadableState/syncing`` until a target arrives.
     public func sync() {
@@ -49,7 +49,7 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
     /// Invalidates the target. Without a target it does nothing: there are no contents to mark
     /// stale (a sync asked for without a target is already replayed on the target).
     public func invalidate() {
-        target?.invalidate()
+        forwardInvalidate()
     }
 
     /// Cancels the target's sync; without a target, drops a sync asked for meanwhile (the proxy

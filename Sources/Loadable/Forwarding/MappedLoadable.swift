@@ -19,7 +19,8 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     /// The loadable this one follows.
     public let source: Source
     private let transform: @MainActor (Source.Contents) -> Contents
-    private var sourceObservation: LoadableObservation?
+    /// The subscription to the source.
+    package var follower = LoadableFollower()
     private var storedContents: Contents?
 
     /// Creates a loadable showing `transform(source.contents)`.
@@ -31,14 +32,7 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
         self.source = source
         self.transform = transform
         refresh()
-        // Weakly: the mapped loadable may be released on another thread while the source notifies.
-        // Immediate: the contents are up to date at every change of the source.
-        sourceObservation = source.addFollowerObserver { [weak self] _ in
-            guard let self else { return }
-            self.core.willChange()
-            self.refresh()
-            self.core.didChange(NotificationSubject(self))
-        }
+        follow()
     }
 
     /// Recomputes the contents from the source's, read untracked (following the source is not a
@@ -61,16 +55,10 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     }
 
     /// The source's state.
-    public var loadableState: LoadableState {
-        core.trackAccess()
-        return source.loadableState
-    }
+    public var loadableState: LoadableState { forwardedState }
 
     /// The source's error.
-    public var error: (any Error)? {
-        core.trackAccess()
-        return source.error
-    }
+    public var error: (any Error)? { forwardedError }
 
     /// Whether the source has contents and the transformed contents exist.
     public var isContentsAvailable: Bool {
@@ -89,17 +77,18 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     }
 }
 
-extension MappedLoadable: LoadableCoreOwner {
-    /// Passes "in use" on to a syncable source.
-    package func didBeginUse() { (source as? any SyncableLoadable)?.beginUseIfCounted() }
-    package func didEndUse() { (source as? any SyncableLoadable)?.endUseIfCounted() }
-    /// The source's staleness.
-    /// The failure record of what this loadable stands for.
-    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        source.failureRecordIfKnown
-    }
+extension MappedLoadable: LoadableForwarding {
+    /// The source.
+    package var followed: Source? { source }
 
-    package var untrackedIsStale: Bool { source.isStaleUntracked }
+    /// Recomputes the contents, then notifies.
+    package func followedDidNotify() { announceChange { refresh() } }
+
+    /// The source's state, and its availability when the transformed contents exist.
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        let status = source.statusUntrackedWherePossible
+        return (status.state, status.isContentsAvailable && storedContents != nil)
+    }
 }
 
 extension MappedLoadable: @MainActor CustomStringConvertible {
@@ -114,13 +103,13 @@ extension MappedLoadable: SyncableLoadable where Source: SyncableLoadable {
         return source.needsSync
     }
     /// Asks the source to sync.
-    public func sync() { source.sync() }
+    public func sync() { forwardSync() }
     /// Asks the source to sync if needed.
-    public func syncIfNeeded() { source.syncIfNeeded() }
+    public func syncIfNeeded() { forwardSyncIfNeeded() }
     /// Invalidates the source.
-    public func invalidate() { source.invalidate() }
+    public func invalidate() { forwardInvalidate() }
     /// Cancels the source's sync.
-    public func cancelSync() { source.cancelSync() }
+    public func cancelSync() { forwardCancelSync() }
 }
 
 extension ContentsLoadable {

@@ -21,7 +21,8 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     /// The observers, the Observation registrar, and the proxy's own state (shown while there is
     /// no target).
     package final let core = LoadableCore()
-    private var targetObservation: LoadableObservation?
+    /// The subscription to the target.
+    package final var follower = LoadableFollower()
 
     /// The loadable the proxy stands for; `nil` until it is known.
     ///
@@ -30,10 +31,9 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     public var target: Target? {
         didSet {
             guard oldValue !== target else { return }
-            targetDidChange(from: oldValue)
-            targetObservation?.cancel()
-            targetObservation = nil
-            if let target { subscribe(to: target) }
+            followedDidChange(from: oldValue) {
+                if let target { targetWillBeObserved(target) }
+            }
             forwardChange()
         }
     }
@@ -43,36 +43,18 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     /// - Parameter target: The loadable to stand for, if known already.
     public init(target: Target? = nil) {
         self.target = target
-        if let target { subscribe(to: target) }
-    }
-
-    private func subscribe(to target: Target) {
-        targetWillBeObserved(target)
-        // Weakly: the proxy may be released on another thread while the target notifies.
-        // Immediate: the proxy (and what `proxyDidChange()` derives) is up to date at every change
-        // of the target.
-        targetObservation = target.addFollowerObserver { [weak self] _ in
-            self?.forwardChange()
-        }
+        if let target { targetWillBeObserved(target) }
+        follow()
     }
 
     /// The target's state; the proxy's own (``LoadableState/idle``) without a target.
-    public var loadableState: LoadableState {
-        core.trackAccess()
-        return target?.loadableState ?? core.state
-    }
+    public var loadableState: LoadableState { forwardedState }
 
     /// The target's error; `nil` without a target.
-    public var error: (any Error)? {
-        core.trackAccess()
-        return target?.error
-    }
+    public var error: (any Error)? { forwardedError }
 
     /// The target's availability; `false` without a target.
-    public var isContentsAvailable: Bool {
-        core.trackAccess()
-        return target?.isContentsAvailable ?? false
-    }
+    public var isContentsAvailable: Bool { forwardedIsContentsAvailable }
 
     /// Calls `handler` after every change of the proxy or of its target.
     ///
@@ -94,58 +76,32 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
         loadableDescription(details: ", target: \(target.map { String(describing: $0) } ?? "none")")
     }
 
-    /// Passes "in use" from the old target to the new one (see `SyncableLoadable.isInUse`).
-    private func targetDidChange(from oldTarget: Target?) {
-        guard core.isInUse else { return }
-        (target as? any SyncableLoadable)?.beginUseIfCounted()
-        (oldTarget as? any SyncableLoadable)?.endUseIfCounted()
-    }
-
-    /// Called with a new target before the proxy subscribes to it.
+    /// Called with a new target before the proxy follows it.
     package func targetWillBeObserved(_ target: Target) {}
 
     /// Tells Observation and the observers that the proxy changed (its target, its own state,
-    /// or the target notified).
+    /// or the target notified), calling ``proxyDidChange()`` first.
     package final func forwardChange() {
-        core.willChange()
-        proxyDidChange()
-        core.didChange(NotificationSubject(self))
+        announceChange { proxyDidChange() }
     }
 
     /// Shows `state` while there is no target, and notifies.
     package final func setOwnState(_ state: LoadableState) {
-        core.willChange()
-        core.store(state: state, error: nil)
-        proxyDidChange()
-        core.didChange(NotificationSubject(self))
+        announceChange {
+            core.store(state: state, error: nil)
+            proxyDidChange()
+        }
     }
 }
 
-extension PureLoadableProxy: LoadableCoreOwner {
-    /// The target's state and availability, read without telling Observation; the proxy's own
-    /// without a target.
-    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        target?.statusUntrackedWherePossible ?? (core.state, false)
-    }
+extension PureLoadableProxy: LoadableForwarding {
+    /// The target.
+    package var followed: Target? { target }
 
-    /// Passes "in use" on to a syncable target.
-    package func didBeginUse() { (target as? any SyncableLoadable)?.beginUseIfCounted() }
-    /// Ends the target's use through this proxy.
-    package func didEndUse() { (target as? any SyncableLoadable)?.endUseIfCounted() }
-
-    /// The target's staleness; `false` without a target.
-    /// The failure record of what this loadable stands for.
-    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        target?.failureRecordIfKnown
-    }
-
-    package var untrackedIsStale: Bool { target?.isStaleUntracked ?? false }
+    package func followedDidNotify() { forwardChange() }
 }
 
 extension PureLoadableProxy: ContentsLoadable where Target: ContentsLoadable {
     /// The target's contents; `nil` without a target.
-    public var contents: Target.Contents? {
-        core.trackAccess()
-        return target?.contents
-    }
+    public var contents: Target.Contents? { forwardedContents }
 }

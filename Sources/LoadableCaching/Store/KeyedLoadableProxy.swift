@@ -54,7 +54,8 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     private var lease: LoadableLease<Value>?
     /// The placeholder for the current key, fixed when the key changed.
     private var placeholderContents: Value.Contents?
-    private var entryObservation: LoadableObservation?
+    /// The subscription to the entry, while the proxy has observers of its own.
+    package var follower = LoadableFollower()
 
     /// The key whose entry the proxy stands for; `nil` when nothing is selected.
     ///
@@ -90,11 +91,11 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     private func keyDidChange() {
         let previous = currentContents
         let oldLease = lease
-        core.willChange()
-        lease = key.map { store.lease($0) }
-        placeholderContents = key.flatMap { Self.placeholderContents(placeholder, for: $0, previous: previous) }
-        if core.hasObservers { followEntry() }
-        core.didChange(NotificationSubject(self))
+        announceChange {
+            lease = key.map { store.lease($0) }
+            placeholderContents = key.flatMap { Self.placeholderContents(placeholder, for: $0, previous: previous) }
+            followedDidChange(from: oldLease?.loadable)
+        }
         oldLease?.release()
     }
 
@@ -140,20 +141,6 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
         placeholderContents = nil
     }
 
-    /// Follows the current entry while the proxy has observers (see the type's documentation).
-    private func followEntry() {
-        entryObservation?.cancel()
-        entryObservation = nil
-        guard let loadable = lease?.loadable else { return }
-        // Weakly: the proxy may be released on another thread while the entry notifies.
-        entryObservation = loadable.addFollowerObserver { [weak self] _ in
-            guard let self else { return }
-            self.endPlaceholderIfEntrySettled()
-            self.core.willChange()
-            self.core.didChange(NotificationSubject(self))
-        }
-    }
-
     /// Whether the proxy shows its ``Placeholder`` rather than the entry's own contents.
     public var isPlaceholder: Bool {
         core.trackAccess()
@@ -197,16 +184,16 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     public var needsSync: Bool { lease?.needsSync ?? false }
 
     /// Syncs the entry; does nothing without a key.
-    public func sync() { lease?.sync() }
+    public func sync() { forwardSync() }
 
     /// Syncs the entry if it needs it; does nothing without a key.
-    public func syncIfNeeded() { lease?.syncIfNeeded() }
+    public func syncIfNeeded() { forwardSyncIfNeeded() }
 
     /// Invalidates the entry; does nothing without a key.
-    public func invalidate() { lease?.invalidate() }
+    public func invalidate() { forwardInvalidate() }
 
     /// Cancels the entry's sync; does nothing without a key.
-    public func cancelSync() { lease?.cancelSync() }
+    public func cancelSync() { forwardCancelSync() }
 
     /// Calls the entry's ``PushLoadable/mutate(optimistic:commit:reconcile:)``: shows a change at
     /// once, commits it, and keeps it or takes it back.
@@ -248,24 +235,23 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     }
 }
 
-extension KeyedLoadableProxy: LoadableCoreOwner {
+extension KeyedLoadableProxy: LoadableForwarding {
+    /// The current key's entry.
+    package var followed: Value? { lease?.loadable }
+
+    /// An unobserved proxy must not count as an observer of its entry.
+    package static var followsOnlyWhileObserved: Bool { true }
+
+    /// Drops the placeholder once the entry settled, then notifies.
+    package func followedDidNotify() {
+        endPlaceholderIfEntrySettled()
+        announceChange()
+    }
+
+    /// The entry's state, and its availability or the placeholder's.
     package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
         guard let lease else { return (.idle, false) }
         let status = lease.loadable.statusUntrackedWherePossible
         return (status.state, status.isContentsAvailable || isShowingPlaceholder)
     }
-
-    package func observersDidBecomeNonEmpty() { followEntry() }
-
-    package func observersDidBecomeEmpty() {
-        entryObservation?.cancel()
-        entryObservation = nil
-    }
-
-    /// The failure record of the entry.
-    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        lease?.loadable.failureRecordIfKnown
-    }
-
-    package var untrackedIsStale: Bool { lease?.loadable.isStaleUntracked ?? false }
 }

@@ -37,6 +37,8 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     package let group: LoadableGroup
     private let compute: @MainActor () -> Contents?
     private var storedContents: Contents?
+    /// Unused: this loadable follows its group through the group's member-change handler.
+    package var follower = LoadableFollower()
 
     /// Creates a loadable following a strict group of `members`.
     ///
@@ -47,13 +49,13 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
         group = LoadableGroup(members, policy: .strict)
         self.compute = compute
         refresh()
+        // Not an observer of the group: the contents are recomputed on member changes the group
+        // itself does not notify (a member's new contents while another syncs).
         group.memberChangeHandler = { [weak self] groupWillNotify in
             guard let self else { return }
             // Contents are recomputed whenever every member has contents.
             guard groupWillNotify || self.group.untrackedStatus.isContentsAvailable else { return }
-            self.core.willChange()
-            self.refresh()
-            self.core.didChange(NotificationSubject(self))
+            self.followedDidNotify()
         }
     }
 
@@ -101,16 +103,16 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     public var needsSync: Bool { group.needsSync }
 
     /// Calls `sync()` on every syncable member, in member order.
-    public func sync() { group.sync() }
+    public func sync() { forwardSync() }
 
     /// Calls `syncIfNeeded()` on every syncable member, in member order.
-    public func syncIfNeeded() { group.syncIfNeeded() }
+    public func syncIfNeeded() { forwardSyncIfNeeded() }
 
     /// Calls `invalidate()` on every syncable member, in member order.
-    public func invalidate() { group.invalidate() }
+    public func invalidate() { forwardInvalidate() }
 
     /// Cancels the member syncs this loadable started (see `LoadableGroup.cancelSync()`).
-    public func cancelSync() { group.cancelSync() }
+    public func cancelSync() { forwardCancelSync() }
 
     /// `<CombinedLoadable<Contents>: state, contents available: yes|no>`.
     public var description: String { loadableDescription() }
@@ -126,10 +128,18 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     }
 }
 
-extension CombinedLoadable: LoadableCoreOwner {
-    /// Passes "in use" on to the members, through the internal group.
-    package func didBeginUse() { group.beginUse() }
-    package func didEndUse() { group.endUse() }
-    /// Whether any syncable member is stale.
-    package var untrackedIsStale: Bool { group.untrackedIsStale }
+extension CombinedLoadable: LoadableForwarding {
+    /// The strict group of the members, which this loadable follows through its member-change
+    /// handler; "in use", staleness and sync requests go to it (``LoadableForwarding``'s
+    /// defaults).
+    package var followed: LoadableGroup? { group }
+
+    /// Recomputes the contents, then notifies.
+    package func followedDidNotify() { announceChange { refresh() } }
+
+    /// The group's state, and its availability when the combined contents exist.
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        let status = group.untrackedStatus
+        return (status.state, status.isContentsAvailable && storedContents != nil)
+    }
 }

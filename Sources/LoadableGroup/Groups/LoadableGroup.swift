@@ -91,4 +91,123 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
     public final func cancelSync() {
         cancelStartedSyncs()
     }
+
+    // MARK: - Syncs the group started
+
+    /// Whether the running sync of the member at each index was started by this group (see
+    /// ``forEachSyncableMember(_:)``): the only member syncs ``cancelSync()`` may cancel. Made by
+    /// the first sync the group starts after ``PureLoadableGroup/members`` was set; an entry is
+    /// cleared when its member stops syncing.
+    private var isSyncStartedByGroup: [Bool] = []
+
+    /// The number of `true` entries of ``isSyncStartedByGroup``.
+    private var startedSyncCount = 0
+
+    override func membersWereReassigned() {
+        isSyncStartedByGroup = []
+        startedSyncCount = 0
+    }
+
+    override func memberDidStopSyncing(at index: Int) {
+        guard startedSyncCount > 0, isSyncStartedByGroup[index] else { return }
+        isSyncStartedByGroup[index] = false
+        startedSyncCount -= 1
+    }
+
+    /// What ``forEachSyncableMember(_:)`` asks each member.
+    private enum MemberRequest {
+        case sync, syncIfNeeded, invalidate
+    }
+
+    /// One group being walked by ``forEachSyncableMember(_:)``.
+    private struct Walk {
+        let group: LoadableGroup
+        let members: [any SyncableLoadable]
+        let indices: [Int]
+        let generation: Int
+        var next = 0
+        /// The nested group being walked for the member at this index, and whether that member
+        /// was syncing before.
+        var nested: (index: Int, wasSyncing: Bool)?
+
+        @MainActor
+        init(_ group: LoadableGroup) {
+            self.group = group
+            members = group.syncableMembers
+            indices = group.syncableIndices
+            generation = group.generation
+        }
+    }
+
+    /// Asks each syncable member, in member order, to sync (noting the members whose sync that
+    /// started), sync if needed (likewise) or invalidate itself.
+    ///
+    /// A member that is a ``LoadableGroup`` is walked in turn, depth first, with the same request,
+    /// as its own `sync()`, `syncIfNeeded()` or `invalidate()` would do, but in a loop rather than
+    /// by recursion: 10,000 nested groups need no deep stack. The members asked are those of the
+    /// moment each group is reached, even if an observer reassigns ``members`` meanwhile (their
+    /// syncs are then not noted).
+    private func forEachSyncableMember(_ request: MemberRequest) {
+        // The groups above the one being walked; the walk itself stays in a local, so that
+        // stepping from one member to the next copies nothing.
+        var enclosing: [Walk] = []
+        var walk = Walk(self)
+        while true {
+            guard walk.next < walk.members.count else {
+                guard var parent = enclosing.popLast() else { return }
+                if let (index, wasSyncing) = parent.nested {
+                    parent.nested = nil
+                    parent.group.noteSyncStarted(at: index, wasSyncing: wasSyncing, generation: parent.generation)
+                }
+                walk = parent
+                continue
+            }
+            let member = walk.members[walk.next]
+            let index = walk.indices[walk.next]
+            walk.next += 1
+            // (Entries are read only while the walk's members are still the group's.)
+            let wasSyncing = walk.generation == walk.group.generation && walk.group.memberState(at: index) == .syncing
+            if let nested = member as? LoadableGroup {
+                walk.nested = (index, wasSyncing)
+                enclosing.append(walk)
+                walk = Walk(nested)
+                continue
+            }
+            switch request {
+            case .sync: member.sync()
+            case .syncIfNeeded: member.syncIfNeeded()
+            case .invalidate: member.invalidate()
+            }
+            if request != .invalidate {
+                walk.group.noteSyncStarted(at: index, wasSyncing: wasSyncing, generation: walk.generation)
+            }
+        }
+    }
+
+    /// Notes that the member at `index` syncs because this group asked it, if it was not syncing
+    /// before and the members were not reassigned meanwhile.
+    private func noteSyncStarted(at index: Int, wasSyncing: Bool, generation: Int) {
+        guard generation == self.generation, !wasSyncing, memberState(at: index) == .syncing else { return }
+        if isSyncStartedByGroup.isEmpty { isSyncStartedByGroup = Array(repeating: false, count: members.count) }
+        guard !isSyncStartedByGroup[index] else { return }
+        isSyncStartedByGroup[index] = true
+        startedSyncCount += 1
+    }
+
+    /// Cancels the member syncs this group started that still run, in member order; never a
+    /// sync another user of the member started.
+    private func cancelStartedSyncs() {
+        guard startedSyncCount > 0 else { return }
+        var indices: [Int] = []
+        for index in isSyncStartedByGroup.indices where isSyncStartedByGroup[index] {
+            isSyncStartedByGroup[index] = false
+            indices.append(index)
+        }
+        startedSyncCount = 0
+        let members = members
+        for index in indices {
+            (members[index] as? any SyncableLoadable)?.cancelSync()
+        }
+    }
+
 }

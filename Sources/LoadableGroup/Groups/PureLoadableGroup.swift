@@ -85,10 +85,6 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         /// every notification).
         var untracked: (any LoadableCoreOwner)?
         var observation: LoadableObservation?
-        /// Whether the member's running sync was started by this group (see ``forEachSyncableMember(_:)``):
-        /// the only member syncs ``cancelStartedSyncs()`` may cancel. Cleared when the member
-        /// stops syncing.
-        var isSyncStartedByGroup = false
     }
 
     /// The group's state (`core.state`) and availability (`core.hasContents`), observers and
@@ -97,7 +93,7 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
     private var entries: [MemberEntry] = []
     private var tally = MemberTally()
     /// Grows with every assignment of ``members``; observers of older members carry an older one.
-    private var generation = 0
+    private(set) var generation = 0
     /// Set while subscribing to new members: their notifications update the counts only.
     private var isSubscribing = false
 
@@ -109,10 +105,7 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
     private(set) var syncableMembers: [any SyncableLoadable] = []
 
     /// The index in ``members`` of each of ``syncableMembers``.
-    private var syncableIndices: [Int] = []
-
-    /// The number of members whose ``MemberEntry/isSyncStartedByGroup`` is set.
-    private var startedSyncCount = 0
+    private(set) var syncableIndices: [Int] = []
 
     /// The members that are groups themselves, in member order (with repeats); found once per
     /// assignment of ``members``.
@@ -250,8 +243,8 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         // Cancel explicitly: `oldEntries` may be the last reference, but cancel at once anyway.
         for entry in oldEntries { entry.observation?.cancel() }
         for group in nestedGroups { group.removeParent(weakReference) }
+        membersWereReassigned()
 
-        startedSyncCount = 0
         let oldSyncable = syncableMembers
         let members = members
         entries.reserveCapacity(members.count)
@@ -314,101 +307,15 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         syncableMembers.contains { $0.isStaleUntracked }
     }
 
-    /// What ``forEachSyncableMember(_:)`` asks each member.
-    enum MemberRequest {
-        case sync, syncIfNeeded, invalidate
-    }
+    /// The state the group last saw of the member at `index` (of the current ``generation``).
+    func memberState(at index: Int) -> LoadableState { entries[index].state }
 
-    /// One group being walked by ``forEachSyncableMember(_:)``.
-    private struct Walk {
-        let group: PureLoadableGroup
-        let members: [any SyncableLoadable]
-        let indices: [Int]
-        let generation: Int
-        var next = 0
-        /// The nested group being walked for the member at this index, and whether that member
-        /// was syncing before.
-        var nested: (index: Int, wasSyncing: Bool)?
+    /// Called when ``members`` was assigned, before the new members are observed: what a subclass
+    /// noted about the old members is void. Does nothing here.
+    func membersWereReassigned() {}
 
-        @MainActor
-        init(_ group: PureLoadableGroup) {
-            self.group = group
-            members = group.syncableMembers
-            indices = group.syncableIndices
-            generation = group.generation
-        }
-    }
-
-    /// Asks each syncable member, in member order, to sync (noting the members whose sync that
-    /// started), sync if needed (likewise) or invalidate itself.
-    ///
-    /// A member that is a ``LoadableGroup`` is walked in turn, depth first, with the same request,
-    /// as its own `sync()`, `syncIfNeeded()` or `invalidate()` would do, but in a loop rather than
-    /// by recursion: 10,000 nested groups need no deep stack. The members asked are those of the
-    /// moment each group is reached, even if an observer reassigns ``members`` meanwhile (their
-    /// syncs are then not noted).
-    func forEachSyncableMember(_ request: MemberRequest) {
-        // The groups above the one being walked; the walk itself stays in a local, so that
-        // stepping from one member to the next copies nothing.
-        var enclosing: [Walk] = []
-        var walk = Walk(self)
-        while true {
-            guard walk.next < walk.members.count else {
-                guard var parent = enclosing.popLast() else { return }
-                if let (index, wasSyncing) = parent.nested {
-                    parent.nested = nil
-                    parent.group.noteSyncStarted(at: index, wasSyncing: wasSyncing, generation: parent.generation)
-                }
-                walk = parent
-                continue
-            }
-            let member = walk.members[walk.next]
-            let index = walk.indices[walk.next]
-            walk.next += 1
-            // (Entries are read only while the walk's members are still the group's.)
-            let wasSyncing = walk.generation == walk.group.generation && walk.group.entries[index].state == .syncing
-            if let nested = member as? LoadableGroup {
-                walk.nested = (index, wasSyncing)
-                enclosing.append(walk)
-                walk = Walk(nested)
-                continue
-            }
-            switch request {
-            case .sync: member.sync()
-            case .syncIfNeeded: member.syncIfNeeded()
-            case .invalidate: member.invalidate()
-            }
-            if request != .invalidate {
-                walk.group.noteSyncStarted(at: index, wasSyncing: wasSyncing, generation: walk.generation)
-            }
-        }
-    }
-
-    /// Notes that the member at `index` syncs because this group asked it, if it was not syncing
-    /// before and the members were not reassigned meanwhile.
-    private func noteSyncStarted(at index: Int, wasSyncing: Bool, generation: Int) {
-        guard generation == self.generation, !wasSyncing, entries[index].state == .syncing,
-            !entries[index].isSyncStartedByGroup
-        else { return }
-        entries[index].isSyncStartedByGroup = true
-        startedSyncCount += 1
-    }
-
-    /// Cancels the member syncs this group started that still run, in member order; never a
-    /// sync another user of the member started.
-    func cancelStartedSyncs() {
-        guard startedSyncCount > 0 else { return }
-        var indices: [Int] = []
-        for index in entries.indices where entries[index].isSyncStartedByGroup {
-            entries[index].isSyncStartedByGroup = false
-            indices.append(index)
-        }
-        startedSyncCount = 0
-        let members = members
-        for index in indices {
-            (members[index] as? any SyncableLoadable)?.cancelSync()
-        }
-    }
+    /// Called when the member at `index` was seen to stop syncing. Does nothing here.
+    func memberDidStopSyncing(at index: Int) {}
 
     // MARK: - Loops
 
@@ -496,12 +403,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: members[index])
         tally.remove(entries[index].state, isContentsAvailable: entries[index].isContentsAvailable)
         tally.add(state, isContentsAvailable: isContentsAvailable)
+        let wasSyncing = entries[index].state == .syncing
         entries[index].state = state
         entries[index].isContentsAvailable = isContentsAvailable
-        if state != .syncing, entries[index].isSyncStartedByGroup {
-            entries[index].isSyncStartedByGroup = false
-            startedSyncCount -= 1
-        }
+        if wasSyncing, state != .syncing { memberDidStopSyncing(at: index) }
         guard !isSubscribing else { return }
         update()
     }

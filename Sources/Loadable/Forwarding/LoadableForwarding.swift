@@ -1,0 +1,184 @@
+/// A loadable that stands for another one: the one mechanism behind both proxies, `map`, leases,
+/// keyed proxies and combined loadables.
+///
+/// A forwarding type names what it stands for (``followed``) and keeps a ``LoadableFollower``;
+/// this protocol gives it the rest:
+/// - **following**: ``follow()`` subscribes to ``followed`` as an immediate observer (held weakly,
+///   so the forwarding loadable may be released on another thread while the followed one
+///   notifies) and calls ``followedDidNotify()`` at each of its changes; ``stopFollowing()`` ends
+///   it; ``followedDidChange(from:)`` moves everything to a new ``followed``;
+/// - **reads**: the tracked reads its public getters return (``forwardedState``,
+///   ``forwardedError``, ``forwardedIsContentsAvailable``, ``forwardedContents``), and the
+///   untracked ones the package's bookkeeping uses (status, staleness, failure record);
+/// - **in use**: a use of the forwarding loadable is a use of a syncable ``followed``;
+/// - **requests**: ``forwardSync()``, ``forwardSyncIfNeeded()``, ``forwardInvalidate()``,
+///   ``forwardCancelSync()`` and ``forwardedNeedsSync`` for a syncable ``followed``.
+///
+/// Each type adds only what makes it different: a proxy's changeable target and its sync before a
+/// target exists, a mapped loadable's transform, a lease's release, a keyed proxy's key and
+/// placeholder, a combined loadable's contents.
+@MainActor
+package protocol LoadableForwarding: LoadableCoreOwner {
+    /// The type of loadable this one stands for.
+    associatedtype Followed: PureLoadable
+    /// What this loadable stands for now; `nil` when nothing (it is then idle, with no contents
+    /// and no error, unless it shows a state of its own).
+    var followed: Followed? { get }
+    /// The subscription to ``followed``.
+    var follower: LoadableFollower { get set }
+    /// Called at every change of ``followed`` while following it: by default ``announceChange(_:)``.
+    /// Types that derive values from it update them in between (see ``announceChange(_:)``).
+    func followedDidNotify()
+    /// Whether this loadable follows ``followed`` only while it has observers of its own (a lease,
+    /// a keyed proxy: one that nobody observes must not count as an observer of what it stands
+    /// for, which would, say, start an `AutosyncLoadable`'s timer); `false` (the default): always
+    /// (a proxy, `map`: what they derive is up to date at every change). Observation needs no
+    /// subscription either way: every getter reads ``followed``'s, which Observation tracks too.
+    static var followsOnlyWhileObserved: Bool { get }
+}
+
+extension LoadableForwarding {
+    // MARK: Following
+
+    package func followedDidNotify() { announceChange() }
+
+    package static var followsOnlyWhileObserved: Bool { false }
+
+    /// Starts following when the first observer arrives, if it follows only while observed.
+    package func observersDidBecomeNonEmpty() {
+        if Self.followsOnlyWhileObserved { follow() }
+    }
+
+    /// Stops following when the last observer leaves, if it follows only while observed.
+    package func observersDidBecomeEmpty() {
+        if Self.followsOnlyWhileObserved { stopFollowing() }
+    }
+
+    /// Tells Observation and the observers that this loadable changed, running `update` (values
+    /// derived from ``followed``) after Observation's `willSet` and before the observers.
+    @inline(__always)
+    package func announceChange(_ update: () -> Void = {}) {
+        core.willChange()
+        update()
+        core.didChange(NotificationSubject(self))
+    }
+
+    /// Follows the current ``followed`` (stops following an earlier one); stops following when
+    /// there is none.
+    package func follow() {
+        guard let followed else {
+            follower.stop()
+            return
+        }
+        // Weakly: this loadable may be released on another thread while `followed` notifies.
+        // Immediate: this loadable (and what it derives) is up to date at every change of it.
+        follower.start(followed.addFollowerObserver { [weak self] _ in self?.followedDidNotify() })
+    }
+
+    /// Stops following ``followed``.
+    package func stopFollowing() {
+        follower.stop()
+    }
+
+    /// Moves to a new ``followed`` (already stored), after `oldFollowed`: stops following the old
+    /// one, passes "in use" from it to the new one, runs `beforeFollowing`, and follows the new
+    /// one (unless this loadable follows only while observed and has no observers). Does not
+    /// notify.
+    package func followedDidChange(from oldFollowed: Followed?, beforeFollowing: () -> Void = {}) {
+        follower.stop()
+        if core.isInUse {
+            // The new one first, so that one object in both places stays in use throughout.
+            (followed as? any SyncableLoadable)?.beginUseIfCounted()
+            (oldFollowed as? any SyncableLoadable)?.endUseIfCounted()
+        }
+        beforeFollowing()
+        if !Self.followsOnlyWhileObserved || core.hasObservers { follow() }
+    }
+
+    // MARK: Reads
+
+    /// ``followed``'s state, read for a public getter (tracked); this loadable's own without it.
+    package var forwardedState: LoadableState {
+        core.trackAccess()
+        return followed?.loadableState ?? core.state
+    }
+
+    /// ``followed``'s error, read for a public getter; `nil` without it.
+    package var forwardedError: (any Error)? {
+        core.trackAccess()
+        return followed?.error
+    }
+
+    /// ``followed``'s availability, read for a public getter; `false` without it.
+    package var forwardedIsContentsAvailable: Bool {
+        core.trackAccess()
+        return followed?.isContentsAvailable ?? false
+    }
+
+    /// ``followed``'s state and availability, read without telling Observation; this loadable's
+    /// own state, without contents, when there is nothing to follow.
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        followed?.statusUntrackedWherePossible ?? (core.state, false)
+    }
+
+    /// ``followed``'s staleness; `false` without it.
+    package var untrackedIsStale: Bool { followed?.isStaleUntracked ?? false }
+
+    /// ``followed``'s failure record.
+    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? {
+        followed?.failureRecordIfKnown
+    }
+
+    // MARK: In use
+
+    /// Passes "in use" on to a syncable ``followed``.
+    package func didBeginUse() { (followed as? any SyncableLoadable)?.beginUseIfCounted() }
+
+    /// Ends the use of a syncable ``followed`` through this loadable.
+    package func didEndUse() { (followed as? any SyncableLoadable)?.endUseIfCounted() }
+}
+
+extension LoadableForwarding where Followed: ContentsLoadable {
+    /// ``followed``'s contents, read for a public getter; `nil` without it.
+    package var forwardedContents: Followed.Contents? {
+        core.trackAccess()
+        return followed?.contents
+    }
+}
+
+extension LoadableForwarding where Followed: SyncableLoadable {
+    /// ``followed``'s `needsSync`; `default` without it.
+    package func forwardedNeedsSync(default: Bool) -> Bool { followed?.needsSync ?? `default` }
+    /// Asks ``followed`` to sync; does nothing without it.
+    package func forwardSync() { followed?.sync() }
+    /// Asks ``followed`` to sync if needed; does nothing without it.
+    package func forwardSyncIfNeeded() { followed?.syncIfNeeded() }
+    /// Invalidates ``followed``; does nothing without it.
+    package func forwardInvalidate() { followed?.invalidate() }
+    /// Cancels ``followed``'s sync; does nothing without it.
+    package func forwardCancelSync() { followed?.cancelSync() }
+}
+
+/// The subscription of a ``LoadableForwarding`` loadable to what it stands for.
+@MainActor
+package struct LoadableFollower {
+    private var observation: LoadableObservation?
+
+    /// Creates a follower that follows nothing yet.
+    package init() {}
+
+    /// Whether it follows something.
+    package var isFollowing: Bool { observation != nil }
+
+    /// Keeps `observation`, ending the one kept before.
+    package mutating func start(_ observation: LoadableObservation) {
+        self.observation?.cancel()
+        self.observation = observation
+    }
+
+    /// Ends the observation kept, if any.
+    package mutating func stop() {
+        observation?.cancel()
+        observation = nil
+    }
+}
