@@ -27,7 +27,7 @@ private func persistedStore(
 /// The persistence of `loadable`, if it has one (its core owns it).
 @MainActor
 private func persistence(of loadable: PersistedLoadable<Int>) -> LoadablePersistence? {
-    loadable.core.extras?.persistence as? LoadablePersistence
+    loadable.core.subscriber(LoadablePersistence.self)
 }
 
 /// How an entry leaves a store.

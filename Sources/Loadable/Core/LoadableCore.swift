@@ -123,11 +123,9 @@ package final class LoadableCore {
                 extras.slowSyncAt = nil
             }
         }
-        let wasSyncing = storedState == .syncing
+        let oldState = storedState
         storedState = state
-        if wasSyncing != (state == .syncing), let watcher = storedExtras?.syncingDidChange {
-            watcher(state == .syncing)
-        }
+        if oldState != state { emit(.stateChanged(from: oldState, to: state)) }
     }
 
     /// Stores the state and error the loadable had before the current sync began.
@@ -205,13 +203,11 @@ package final class LoadableCore {
     }
 
     /// Records a confirmation of the contents now: the age restarts, an invalidation and a stale
-    /// announcement are forgotten.
+    /// announcement are forgotten. Tells ``LoadableCoreEvent/contentsConfirmed``.
     package func confirmContents() {
         storedConfirmedAt = now
         storedFreshness.subtract([.invalidated, .staleByAgeAnnounced])
-        // Every change of the base contents comes through here: a successful sync, a write of
-        // contents. A persisting loadable saves them (the persistence only queues the save).
-        if let persistence = storedExtras?.persistence { persistence.baseContentsDidChange() }
+        emit(.contentsConfirmed)
     }
 
     /// Records contents restored from a cache, confirmed `age` ago: they are as old as the cache
@@ -275,6 +271,7 @@ package final class LoadableCore {
         extras.useCount += 1
         guard extras.useCount == 1 else { return false }
         changeForObservationOnly()
+        emit(.useChanged(isInUse: true))
         return true
     }
 
@@ -285,6 +282,7 @@ package final class LoadableCore {
         extras.useCount -= 1
         guard extras.useCount == 0 else { return false }
         changeForObservationOnly()
+        emit(.useChanged(isInUse: false))
         return true
     }
 
@@ -294,10 +292,6 @@ package final class LoadableCore {
         observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
         observation.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
-
-    /// Set while a chain marks its items stale: an invalidated loadable in use then does not sync
-    /// at once (the chain syncs its items in order itself).
-    package static var isDeferringInvalidationSyncs = false
 
     // MARK: - Observation
 
@@ -592,21 +586,14 @@ package final class LoadableCoreExtras {
     @exclusivity(unchecked) package var continuousClock: ElapsedClock?
     /// The number of live uses (see ``LoadableCore/isInUse``).
     @exclusivity(unchecked) package var useCount = 0
-    /// Called with `true` when the first use began and `false` when the last one ended, for a
-    /// subclass in another module that passes "in use" on (`LoadableChain`).
-    @exclusivity(unchecked) package var useDidChange: (@MainActor (_ isInUse: Bool) -> Void)?
-    /// Called with `true` when the state becomes ``LoadableState/syncing`` and `false` when it
-    /// leaves it, after the state was stored and before observers are notified: how a store
-    /// counts its syncing entries without observing them (which would count as an observer).
-    /// Set only by the store that owns the loadable; the store's check that an entry owns its
-    /// loadable reads it too.
-    @exclusivity(unchecked) package var syncingDidChange: (@MainActor (_ isSyncing: Bool) -> Void)?
-    /// Saves the base contents after each change of them (module `LoadableCaching`); owned here,
-    /// so that it lives as long as the loadable.
-    @exclusivity(unchecked) package var persistence: (any ContentsPersisting)?
-    /// The optimistic changes of a `PushLoadable` and the base contents under them (its
-    /// `PendingChanges<Contents>`), made by its first change and kept.
-    @exclusivity(unchecked) package var pendingChanges: AnyObject?
+    /// What follows this loadable's ``LoadableCoreEvent``s, held strongly (see
+    /// ``LoadableCoreSubscriber``).
+    @exclusivity(unchecked) package var subscribers: [any LoadableCoreSubscriber] = []
+    /// The kinds of event some subscriber asked for.
+    @exclusivity(unchecked) package var subscribedEvents: LoadableCoreEvent.Kinds = []
+    /// Storage of the owning type that most of its instances never need, made on first use: a
+    /// `PushLoadable`'s pending optimistic changes and the base contents under them.
+    @exclusivity(unchecked) package var ownerStorage: AnyObject?
     /// Failures since the last success.
     @exclusivity(unchecked) package var consecutiveFailures = 0
     /// Contents older than this are stale; `nil`: never stale by age.
@@ -660,16 +647,6 @@ package final class LoadableCoreExtras {
     deinit {
         timer.cancelTask()
     }
-}
-
-/// What saves a loadable's base contents after each change of them (a persistence, in module
-/// `LoadableCaching`); a loadable's core owns it.
-@MainActor
-package protocol ContentsPersisting: AnyObject {
-    /// The base contents changed (a successful sync, a write of contents), and are stored.
-    ///
-    /// Called before observers are notified; it must not run code of the app.
-    func baseContentsDidChange()
 }
 
 /// Time as the cores store it: `Int64` nanoseconds, which fit in the core's spare bytes where a

@@ -110,7 +110,7 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
             core.changeForObservationOnly()
             return
         }
-        if core.isInUse, !LoadableCore.isDeferringInvalidationSyncs {
+        if core.isInUse, !Invalidation.defersSyncs {
             core.freshness.insert(.invalidated)
             sync()
             return
@@ -379,5 +379,24 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
             guard storedState == .syncing else { return }
         }
         setDidFailToSync(LoadableError.timedOut)
+    }
+}
+
+/// How ``Loadable/invalidate()`` treats a loadable in use, for the code running now.
+@MainActor
+package enum Invalidation {
+    /// Whether an invalidated loadable in use only marks itself stale instead of syncing at once:
+    /// set while a chain marks its items stale (it then syncs them in order itself).
+    ///
+    /// A main-actor static rather than a task-local value: a task started by an observer during
+    /// that invalidation would inherit a task-local value and defer its own invalidations later.
+    package private(set) static var defersSyncs = false
+
+    /// Runs `body` with ``defersSyncs`` set.
+    package static func deferringSyncs(_ body: () -> Void) {
+        let wasDeferring = defersSyncs
+        defersSyncs = true
+        defer { defersSyncs = wasDeferring }
+        body()
     }
 }

@@ -73,7 +73,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// every write of contents to one byte.
     @inline(__always)
     private var pendingChanges: PendingChanges<Contents>? {
-        guard core.hasPendingChanges, let changes = core.extras?.pendingChanges else { return nil }
+        guard core.hasPendingChanges, let changes = core.extras?.ownerStorage else { return nil }
         return unsafeDowncast(changes, to: PendingChanges<Contents>.self)
     }
 
@@ -179,7 +179,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     public final func setContents(_ contents: Contents) {
         core.willChange()
         storeBaseContents(contents)
-        core.confirmContents()
+        confirmBaseContentsChange()
         finishChange(endingSync: false)
     }
 
@@ -202,7 +202,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         body(&contents)
         core.willChange()
         storeBaseContents(contents)
-        core.confirmContents()
+        confirmBaseContentsChange()
         finishChange(endingSync: false)
     }
 
@@ -329,11 +329,11 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// on); returns its id.
     private func addPendingChange(_ apply: @escaping @MainActor (inout Contents) -> Void) -> Int {
         let changes: PendingChanges<Contents>
-        if let existing = core.extras?.pendingChanges {
+        if let existing = core.extras?.ownerStorage {
             changes = unsafeDowncast(existing, to: PendingChanges<Contents>.self)
         } else {
             changes = PendingChanges()
-            core.extrasForWriting.pendingChanges = changes
+            core.extrasForWriting.ownerStorage = changes
         }
         let id = changes.nextID
         changes.nextID &+= 1
@@ -410,7 +410,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             showBaseAfterRemoval(changes)
         }
         core.hasContents = true
-        core.confirmContents()
+        confirmBaseContentsChange()
         if storedState == .syncing { baseDidChangeDuringSync() }
         finishChange(endingSync: false)
     }
@@ -454,11 +454,21 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         finishChange(endingSync: endsSync)
     }
 
+    /// The base contents were written (not synced): they count as confirmed now, and
+    /// ``LoadableCoreEvent/baseContentsChanged`` is told (persistence saves them).
+    @inline(__always)
+    private func confirmBaseContentsChange() {
+        core.confirmContents()
+        core.emit(.baseContentsChanged)
+    }
+
     /// Counts a failure, or records a success (the contents are confirmed, the failures forgotten).
     @inline(__always)
     private func recordOutcome(_ state: LoadableState) {
         switch state {
-        case .didSyncSuccessfully: core.recordSuccess()
+        case .didSyncSuccessfully:
+            core.recordSuccess()
+            core.emit(.baseContentsChanged)
         case .didFailToSync: core.recordFailure()
         case .idle, .syncing: break
         }
@@ -483,14 +493,6 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Called when the first observer arrived or the last one left, before the public hooks.
     func observersDidChange() {}
-
-    /// Called when the first use began (see `SyncableLoadable.isInUse`): calls the core's
-    /// ``LoadableCoreExtras/useDidChange``, through which a loadable made of others (a chain)
-    /// passes "in use" on.
-    package func didBeginUse() { core.extras?.useDidChange?(true) }
-
-    /// Called when the last use ended: calls the core's ``LoadableCoreExtras/useDidChange``.
-    package func didEndUse() { core.extras?.useDidChange?(false) }
 
     /// Goes back to the state and error the loadable had before the current sync began, with one
     /// Observation mutation, then notifies observers. Contents are untouched.

@@ -62,7 +62,7 @@ extension Loadable where Contents: Codable & Sendable {
         onError: (@MainActor (any Error) -> Void)? = nil
     ) -> LoadablePersistence {
         requireValidMaxRestoreAge(maxRestoreAge, in: "\(type(of: self)).persist(in:key:)")
-        (core.extras?.persistence as? LoadablePersistence)?.stop()
+        core.subscriber(LoadablePersistence.self)?.stop()
         let persistence = LoadablePersistence(cache: cache, key: key, core: core, onError: onError)
         let settings = PersistenceSettings(
             cache: cache, key: key, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
@@ -77,7 +77,7 @@ extension Loadable where Contents: Codable & Sendable {
                 return { [weak persistence] in persistence?.report(error) }
             }
         }
-        core.extrasForWriting.persistence = persistence
+        core.subscribe(persistence)
         CacheQueue.of(cache).enqueue(
             CacheQueue.Job(key: key) { [weak self, weak persistence] in
                 let outcome: RestoreOutcome<Contents> = await settings.restore()
@@ -115,7 +115,7 @@ func requireValidMaxRestoreAge(_ maxRestoreAge: Duration?, in caller: @autoclosu
 /// The loadable owns it: keeping this handle is needed only to stop it, to wait for its work, or
 /// to set ``onError`` later.
 @MainActor
-public final class LoadablePersistence: ContentsPersisting {
+public final class LoadablePersistence {
     /// The cache the contents are kept in.
     public let cache: any LoadableCache
     /// The contents' key in ``cache``.
@@ -146,7 +146,7 @@ public final class LoadablePersistence: ContentsPersisting {
         guard !isStopped else { return }
         isStopped = true
         saveContents = nil
-        if let extras = core?.extras, extras.persistence === self { extras.persistence = nil }
+        core?.unsubscribe(self)
     }
 
     /// Waits until the restore and every save asked of the cache so far are done (through any
@@ -155,12 +155,19 @@ public final class LoadablePersistence: ContentsPersisting {
         await CacheQueue.flush(cache)
     }
 
-    package func baseContentsDidChange() {
-        saveContents?()
-    }
-
     func report(_ error: any Error) {
         onError?(error)
+    }
+}
+
+extension LoadablePersistence: LoadableCoreSubscriber {
+    /// A persistence saves the base contents after each change of them.
+    package var coreEvents: LoadableCoreEvent.Kinds { .baseContentsChanged }
+
+    /// Queues a save of the base contents (the loadable owns its persistence through this
+    /// subscription).
+    package func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
+        saveContents?()
     }
 }
 

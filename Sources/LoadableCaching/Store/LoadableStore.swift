@@ -70,8 +70,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// Loadables of the app's own types held by entries (the package's types are marked in their
     /// core instead), for the check that an entry owns its loadable.
     @exclusivity(unchecked) private var ownTypeValues: Set<ObjectIdentifier> = []
-    /// Set on every entry's loadable: counts syncing entries.
-    private var syncingWatcher: (@MainActor (_ isSyncing: Bool) -> Void)?
+    /// Subscribed to every entry's loadable: counts syncing entries, and marks the loadable as an
+    /// entry of a store.
+    private var membership: StoreMembership?
     @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
     @exclusivity(unchecked) private var registrar: ObservationRegistrar?
@@ -107,9 +108,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         retentionNanoseconds = LoadableTime.nanoseconds(retention)
         self.clock = ElapsedClock(clock)
         self.make = make
-        syncingWatcher = { [weak self] isSyncing in
-            self?.syncingCountDidChange(by: isSyncing ? 1 : -1)
-        }
+        membership = StoreMembership { [weak self] delta in self?.syncingCountDidChange(by: delta) }
     }
 
     deinit {
@@ -261,10 +260,10 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         let key = entry.key
         if let owner = entry.owner {
             requireValid(
-                owner.core.extras?.syncingDidChange == nil,
+                owner.core.subscriber(StoreMembership.self) == nil,
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
             )
-            owner.core.extrasForWriting.syncingDidChange = syncingWatcher
+            if let membership { owner.core.subscribe(membership) }
             persistence?.persist(entry.value, key: key)
         } else {
             requireValid(
@@ -320,9 +319,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         entry.store = nil
         if let owner = entry.owner {
             if owner.core.state == .syncing { syncingCountDidChange(by: -1) }
-            owner.core.extras?.syncingDidChange = nil
+            if let membership { owner.core.unsubscribe(membership) }
             // A loadable is persisted while it is an entry (saves asked for before still run).
-            if persistence != nil { (owner.core.extras?.persistence as? LoadablePersistence)?.stop() }
+            if persistence != nil { owner.core.subscriber(LoadablePersistence.self)?.stop() }
         } else {
             ownTypeValues.remove(ObjectIdentifier(entry.value))
         }
@@ -531,5 +530,25 @@ struct StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
                     return { onError?(failure) }
                 }
             })
+    }
+}
+
+/// What a store subscribes to each entry's loadable: it counts the store's syncing entries
+/// without observing them (which would count as an observer), and marks the loadable as an entry
+/// of a store (an entry must own its loadable).
+@MainActor
+final class StoreMembership: LoadableCoreSubscriber {
+    /// Called with `1` when a loadable begins syncing and `-1` when it stops.
+    private let syncingCountDidChange: @MainActor (_ delta: Int) -> Void
+
+    init(syncingCountDidChange: @escaping @MainActor (_ delta: Int) -> Void) {
+        self.syncingCountDidChange = syncingCountDidChange
+    }
+
+    var coreEvents: LoadableCoreEvent.Kinds { .stateChanged }
+
+    func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
+        guard case .stateChanged(let from, let to) = event, (from == .syncing) != (to == .syncing) else { return }
+        syncingCountDidChange(to == .syncing ? 1 : -1)
     }
 }

@@ -119,7 +119,7 @@ public final class LoadableChain: Loadable<Void> {
     public init(_ items: [Item], clock: any Clock<Duration> = ContinuousClock()) {
         self.items = items
         super.init(clock: clock)
-        core.extrasForWriting.useDidChange = { [weak self] isInUse in self?.useDidChange(isInUse) }
+        core.subscribe(ItemUse(self))
     }
 
     /// `true` exactly while the chain is `LoadableState.didSyncSuccessfully`.
@@ -161,15 +161,14 @@ public final class LoadableChain: Loadable<Void> {
     /// it runs again now, in order (so a token item refreshes before the items that need it);
     /// not in use, it is only marked stale.
     public override func invalidate() {
-        let wasDeferring = LoadableCore.isDeferringInvalidationSyncs
-        LoadableCore.isDeferringInvalidationSyncs = true
-        for item in items { item.loadable.invalidate() }
-        LoadableCore.isDeferringInvalidationSyncs = wasDeferring
+        Invalidation.deferringSyncs {
+            for item in items { item.loadable.invalidate() }
+        }
         super.invalidate()
     }
 
     /// Passes "in use" on to the items, or ends their use through this chain.
-    private func useDidChange(_ isInUse: Bool) {
+    fileprivate func useDidChange(_ isInUse: Bool) {
         for item in items {
             if isInUse { item.loadable.beginUseIfCounted() } else { item.loadable.endUseIfCounted() }
         }
@@ -255,5 +254,21 @@ public final class LoadableChain: Loadable<Void> {
             setDidSyncSuccessfully(())
             return nil
         }
+    }
+}
+
+/// Passes a chain's "in use" on to its items: subscribed to the chain's own core, so it holds the
+/// chain weakly.
+@MainActor
+private final class ItemUse: LoadableCoreSubscriber {
+    private weak var chain: LoadableChain?
+
+    init(_ chain: LoadableChain) { self.chain = chain }
+
+    var coreEvents: LoadableCoreEvent.Kinds { .useChanged }
+
+    func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
+        guard case .useChanged(let isInUse) = event else { return }
+        chain?.useDidChange(isInUse)
     }
 }

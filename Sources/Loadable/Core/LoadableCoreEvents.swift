@@ -1,0 +1,102 @@
+/// What a loadable's core tells the parts of the package that attach to a loadable (persistence,
+/// a store's entry, a chain): the core knows none of them, they subscribe to the events they need.
+///
+/// Events are told on the main actor, after the core stored the change and before observers are
+/// notified; a subscriber must not run code of the app.
+package enum LoadableCoreEvent: Equatable, Sendable {
+    /// The contents were confirmed now: the age restarts (a successful sync, a write of contents).
+    /// Contents restored from a cache are not confirmed now: their age is the cache's.
+    case contentsConfirmed
+    /// The base contents changed: a successful sync, a write of contents, a committed optimistic
+    /// change (not a restore, not an optimistic layer, not an appended page). What persistence
+    /// saves.
+    case baseContentsChanged
+    /// The state changed (it is stored; the error, if any, too).
+    case stateChanged(from: LoadableState, to: LoadableState)
+    /// The first use began (`true`) or the last one ended (`false`).
+    case useChanged(isInUse: Bool)
+
+    /// Event kinds, as a set: what a subscriber asks for.
+    package struct Kinds: OptionSet, Sendable {
+        package var rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        /// ``LoadableCoreEvent/contentsConfirmed``.
+        package static let contentsConfirmed = Kinds(rawValue: 1)
+        /// ``LoadableCoreEvent/baseContentsChanged``.
+        package static let baseContentsChanged = Kinds(rawValue: 2)
+        /// ``LoadableCoreEvent/stateChanged(from:to:)``.
+        package static let stateChanged = Kinds(rawValue: 4)
+        /// ``LoadableCoreEvent/useChanged(isInUse:)``.
+        package static let useChanged = Kinds(rawValue: 8)
+    }
+
+    /// The kind of this event.
+    package var kind: Kinds {
+        switch self {
+        case .contentsConfirmed: .contentsConfirmed
+        case .baseContentsChanged: .baseContentsChanged
+        case .stateChanged: .stateChanged
+        case .useChanged: .useChanged
+        }
+    }
+}
+
+/// Something attached to a loadable that follows some of its ``LoadableCoreEvent``s.
+///
+/// The core holds its subscribers strongly, so a subscriber lives as long as the loadable unless
+/// it unsubscribes: one that must not keep itself alive through the loadable (a chain subscribed
+/// to its own core, a store that owns the loadable) holds what it tells weakly. A subscription
+/// ends with the loadable; there is no "released" event, since a loadable may be released on any
+/// thread.
+@MainActor
+package protocol LoadableCoreSubscriber: AnyObject {
+    /// The kinds of event it is told; read once, when it subscribes.
+    var coreEvents: LoadableCoreEvent.Kinds { get }
+    /// Tells it of one event.
+    func loadableCoreDidEmit(_ event: LoadableCoreEvent)
+}
+
+extension LoadableCore {
+    /// Tells `subscriber` of the events it asks for from now on (see ``LoadableCoreSubscriber``).
+    package func subscribe(_ subscriber: any LoadableCoreSubscriber) {
+        let extras = extrasForWriting
+        extras.subscribers.append(subscriber)
+        extras.subscribedEvents.formUnion(subscriber.coreEvents)
+    }
+
+    /// Stops telling `subscriber` anything; does nothing when it is not subscribed.
+    package func unsubscribe(_ subscriber: any LoadableCoreSubscriber) {
+        guard let extras, let index = extras.subscribers.firstIndex(where: { $0 === subscriber }) else { return }
+        extras.subscribers.remove(at: index)
+        extras.subscribedEvents = extras.subscribers.reduce(into: []) { $0.formUnion($1.coreEvents) }
+    }
+
+    /// The subscriber of type `type`, if one is subscribed: how a client finds its own
+    /// attachment (a loadable's persistence, the store that owns it).
+    package func subscriber<Subscriber>(_ type: Subscriber.Type) -> Subscriber? {
+        guard let extras else { return nil }
+        for subscriber in extras.subscribers {
+            if let match = subscriber as? Subscriber { return match }
+        }
+        return nil
+    }
+
+    /// Tells the subscribers that asked for it of `event`.
+    ///
+    /// Costs one check of a byte when nobody asked for that kind.
+    @inline(__always)
+    package func emit(_ event: LoadableCoreEvent) {
+        guard let extras, extras.subscribedEvents.contains(event.kind) else { return }
+        emitToSubscribers(event, extras: extras)
+    }
+
+    @inline(never)
+    private func emitToSubscribers(_ event: LoadableCoreEvent, extras: LoadableCoreExtras) {
+        // A copy: a subscriber may unsubscribe (itself or another) while it is told.
+        let kind = event.kind
+        for subscriber in extras.subscribers where subscriber.coreEvents.contains(kind) {
+            subscriber.loadableCoreDidEmit(event)
+        }
+    }
+}
