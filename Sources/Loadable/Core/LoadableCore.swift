@@ -1,24 +1,16 @@
 internal import Observation
 
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#elseif canImport(Darwin)
-    internal import Darwin
-#endif
-
 /// The one implementation every loadable type is a façade over: state, error, observers, the
 /// Observation registrar and the notification loop.
 ///
-/// `PushLoadable` (and so `Loadable` and its subclasses), both proxies, `MappedLoadable`, the
-/// groups, `CombinedLoadable`, `LoadableChain` and `TestLoadable` each own one core and forward to
-/// it, so the observer rules, Observation support and the cost of a change are the same for all of
-/// them. The core is not generic: its code is compiled once, fully specialized, whatever a
+/// Every loadable type of the package owns one core and forwards to it (see ``LoadableCoreOwner``),
+/// so the observer rules, Observation support and the cost of a change are the same for all of
+/// them. The core knows none of the parts of the package that attach to a loadable (persistence,
+/// a store's entry, a chain): they subscribe to its ``LoadableCoreEvent``s. The core is not generic: its code is compiled once, fully specialized, whatever a
 /// loadable's contents are.
 ///
 /// What the core stores is the loadable's *own* state and error. Types whose state follows
-/// another loadable (a proxy with a target, a mapped loadable) read that loadable instead and use
+/// another loadable (see ``LoadableForwarding``) read that loadable instead and use
 /// the core for observers and Observation only.
 @MainActor
 package final class LoadableCore {
@@ -529,7 +521,7 @@ package final class LoadableCore {
 ///
 /// A struct around the existential rather than the existential itself: given an `any PureLoadable`
 /// parameter, the optimizer turns ``LoadableCore/notify(_:)`` into a generic function, and every
-/// caller in a generic class (`PushLoadable<Contents>`) then looks up its class's metadata at run
+/// caller in a generic class (a loadable generic over its contents) then looks up its class's metadata at run
 /// time (about 330 instructions per change) just to pass it along.
 package struct NotificationSubject {
     /// The loadable.
@@ -562,246 +554,4 @@ private struct ObservationKey: Observable {
 /// runtime calls on each use).
 package final class ObservationState {
     let registrar = ObservationRegistrar()
-}
-
-/// What a ``LoadableCore`` needs only for some loadables, in one object created on first use, so
-/// that a loadable that never uses any of it (no registrar, default clock, no freshness settings,
-/// never leased, never failed) does not pay for it.
-@MainActor
-package final class LoadableCoreExtras {
-    /// The Observation registrar, created by the first tracked read.
-    @exclusivity(unchecked) package var observation: ObservationState?
-    /// A clock other than `ContinuousClock`, given at init.
-    @exclusivity(unchecked) package var clock: ElapsedClock? {
-        didSet { hasCustomClock = clock != nil }
-    }
-    /// Whether ``clock`` is set: checked without copying the clock out.
-    @exclusivity(unchecked) package private(set) var hasCustomClock = false
-
-    /// The time on ``clock``, in nanoseconds; read in place.
-    package var customClockNow: Int64 {
-        LoadableTime.nanoseconds(clock?.elapsed ?? .zero)
-    }
-    /// The default clock, made the first time a timer sleeps on it.
-    @exclusivity(unchecked) package var continuousClock: ElapsedClock?
-    /// The number of live uses (see ``LoadableCore/isInUse``).
-    @exclusivity(unchecked) package var useCount = 0
-    /// What follows this loadable's ``LoadableCoreEvent``s, held strongly (see
-    /// ``LoadableCoreSubscriber``).
-    @exclusivity(unchecked) package var subscribers: [any LoadableCoreSubscriber] = []
-    /// The kinds of event some subscriber asked for.
-    @exclusivity(unchecked) package var subscribedEvents: LoadableCoreEvent.Kinds = []
-    /// Storage of the owning type that most of its instances never need, made on first use: a
-    /// `PushLoadable`'s pending optimistic changes and the base contents under them.
-    @exclusivity(unchecked) package var ownerStorage: AnyObject?
-    /// Failures since the last success.
-    @exclusivity(unchecked) package var consecutiveFailures = 0
-    /// Contents older than this are stale; `nil`: never stale by age.
-    @exclusivity(unchecked) package var maxAge: Duration? {
-        didSet { maxAgeNanoseconds = maxAge.map(LoadableTime.nanoseconds) }
-    }
-    /// A sync running this long is cancelled and fails with `LoadableError.timedOut`.
-    @exclusivity(unchecked) package var syncTimeout: Duration? {
-        didSet { syncTimeoutNanoseconds = syncTimeout.map(LoadableTime.nanoseconds) }
-    }
-    /// A sync running this long is announced as slow.
-    @exclusivity(unchecked) package var slowSyncAfter: Duration? {
-        didSet { slowSyncAfterNanoseconds = slowSyncAfter.map(LoadableTime.nanoseconds) }
-    }
-    // The settings again in nanoseconds, converted once: `Duration` arithmetic is 128-bit.
-    /// ``maxAge`` in nanoseconds.
-    @exclusivity(unchecked) package private(set) var maxAgeNanoseconds: Int64? {
-        didSet { updateFlags() }
-    }
-    /// ``syncTimeout`` in nanoseconds.
-    @exclusivity(unchecked) package private(set) var syncTimeoutNanoseconds: Int64? {
-        didSet { updateFlags() }
-    }
-    /// ``slowSyncAfter`` in nanoseconds.
-    @exclusivity(unchecked) package private(set) var slowSyncAfterNanoseconds: Int64? {
-        didSet { updateFlags() }
-    }
-    /// Whether any of ``maxAge``, ``syncTimeout``, ``slowSyncAfter`` is set: changes then go
-    /// through the loadable's timer bookkeeping.
-    @exclusivity(unchecked) package private(set) var hasDeadlines = false
-    /// Whether ``syncTimeout`` or ``slowSyncAfter`` is set: a sync then notes when it began.
-    @exclusivity(unchecked) package private(set) var hasWatchdog = false
-
-    private func updateFlags() {
-        hasWatchdog = syncTimeoutNanoseconds != nil || slowSyncAfterNanoseconds != nil
-        hasDeadlines = hasWatchdog || maxAgeNanoseconds != nil
-    }
-    /// When the running sync times out, on the core's ``LoadableCore/now`` scale: set by
-    /// `Loadable.sync()` from ``syncTimeout`` as it was when the sync began; `nil` when that sync
-    /// has none, or began otherwise (`setSyncing()`). Cleared whenever a sync begins.
-    @exclusivity(unchecked) package var syncTimeoutAt: Int64?
-    /// When the running sync counts as slow, set and cleared like ``syncTimeoutAt``.
-    @exclusivity(unchecked) package var slowSyncAt: Int64?
-    /// The one timer for every deadline of the loadable (timeout, slow sync, stale by age).
-    @exclusivity(unchecked) package var timer = ClockTimer()
-    /// The time the armed ``timer`` wakes at; `nil` when not armed.
-    @exclusivity(unchecked) package var timerDeadline: Int64?
-
-    init() {}
-
-    deinit {
-        timer.cancelTask()
-    }
-}
-
-/// Time as the cores store it: `Int64` nanoseconds, which fit in the core's spare bytes where a
-/// clock's `Instant` would not.
-package enum LoadableTime {
-    /// The origin of the default clock's scale.
-    private static let origin = ContinuousClock.now
-
-    /// `ContinuousClock.now`, in nanoseconds since ``origin``.
-    ///
-    /// Read from the system clock that `ContinuousClock` reads (`CLOCK_BOOTTIME` on Linux,
-    /// `CLOCK_MONOTONIC_RAW` on Apple platforms) where it is known, since that costs a fraction
-    /// of `ContinuousClock.now` followed by 128-bit `Duration` arithmetic; every loadable with
-    /// the default clock records the time of each success.
-    package static var continuousNow: Int64 {
-        #if os(Linux) || os(Android) || canImport(Darwin)
-            return systemNanoseconds() &- originNanoseconds
-        #else
-            return nanoseconds(origin.duration(to: .now))
-        #endif
-    }
-
-    #if os(Linux) || os(Android) || canImport(Darwin)
-        /// The system clock's reading when the scale began: readings are kept small.
-        private static let originNanoseconds = systemNanoseconds()
-
-        /// The clock `ContinuousClock` reads, in nanoseconds.
-        @inline(__always)
-        private static func systemNanoseconds() -> Int64 {
-            #if os(Linux) || os(Android)
-                var time = timespec()
-                clock_gettime(CLOCK_BOOTTIME, &time)
-                return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
-            #else
-                return Int64(bitPattern: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW))
-            #endif
-        }
-    #endif
-
-    /// `duration` in whole nanoseconds, saturating at the ends of `Int64`.
-    package static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min + 1 : .max }
-        let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
-        if overflow2 { return seconds < 0 ? .min + 1 : .max }
-        return sum
-    }
-
-    /// `time + duration`, saturating at `Int64.max` (a setting of centuries means "never", not a
-    /// time in the past).
-    package static func adding(_ duration: Int64, to time: Int64) -> Int64 {
-        let (sum, overflow) = time.addingReportingOverflow(duration)
-        return overflow ? (duration > 0 ? .max : .min) : sum
-    }
-
-    /// `nanoseconds` as a `Duration`.
-    package static func duration(_ nanoseconds: Int64) -> Duration {
-        .nanoseconds(nanoseconds)
-    }
-}
-
-/// A loadable type built on a ``LoadableCore``.
-///
-/// Conforming gives the type the package's observer registration, token handling and untracked
-/// reads; the type keeps its own public API (its getters call ``LoadableCore/trackAccess()``, its
-/// changes go through ``LoadableCore/willChange()`` and ``LoadableCore/didChange(_:)``).
-@MainActor
-package protocol LoadableCoreOwner: PureLoadable, ObserverRegistry {
-    /// The loadable's core.
-    var core: LoadableCore { get }
-    /// ``PureLoadable/loadableState`` and ``PureLoadable/isContentsAvailable``, read without
-    /// telling Observation.
-    ///
-    /// For bookkeeping that follows a loadable, such as a group's: it is not a read by a view, so
-    /// it should neither count as an Observation access nor create the loadable's registrar (which
-    /// would then cost every later change a registrar mutation).
-    var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) { get }
-    /// Called after the first observer was added.
-    func observersDidBecomeNonEmpty()
-    /// Called after the last observer was removed.
-    func observersDidBecomeEmpty()
-    /// Registers the bookkeeping of a loadable that follows this one; see the default.
-    func registerImmediateObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation
-    /// Called when the first use begins (see ``LoadableCore/isInUse``): a composite passes "in
-    /// use" on to what it stands for. Does nothing by default.
-    func didBeginUse()
-    /// Called when the last use ends. Does nothing by default.
-    func didEndUse()
-    /// Whether the contents are stale, read without telling Observation: for a waiter that must
-    /// not accept stale contents. By default the core's rules: invalidated, or too old.
-    var untrackedIsStale: Bool { get }
-    /// ``PushLoadable/lastError`` and ``PushLoadable/consecutiveFailures`` of the loadable (or of
-    /// what it stands for), for snapshots; `nil` when it keeps no such record (a group).
-    var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? { get }
-}
-
-extension PureLoadable {
-    /// Observes this loadable for a loadable that follows it (a group, a proxy, a mapped
-    /// loadable): as an immediate observer when this loadable has a core, so that the follower
-    /// is up to date at every change; as an ordinary observer otherwise (a type of the app's own).
-    package func addFollowerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
-        if let owner = self as? any LoadableCoreOwner { return owner.registerImmediateObserver(handler) }
-        return addObserver(handler)
-    }
-}
-
-extension LoadableCoreOwner {
-    package func observersDidBecomeNonEmpty() {}
-    package func observersDidBecomeEmpty() {}
-    package func didBeginUse() {}
-    package func didEndUse() {}
-    package var untrackedIsStale: Bool { core.isStaleByInvalidationOrAge }
-    package var failureRecord: (lastError: (any Error)?, consecutiveFailures: Int)? { nil }
-
-    /// Counts one use of this loadable; the first calls ``didBeginUse()``.
-    package func beginUse() {
-        if core.addUse() { didBeginUse() }
-    }
-
-    /// Ends one use of this loadable; the last calls ``didEndUse()``. Does nothing when none is
-    /// counted.
-    package func endUse() {
-        if core.removeUse() { didEndUse() }
-    }
-
-    /// Registers `handler` with the core and returns the token that keeps it registered.
-    package func registerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
-        let (id, isFirst) = core.addObserver(handler)
-        if isFirst { observersDidBecomeNonEmpty() }
-        return LoadableObservation(owner: self, id: id)
-    }
-
-    /// Registers the bookkeeping of a loadable that follows this one as an immediate observer
-    /// (see ``LoadableCore/addObserver(_:isImmediate:)``).
-    package func registerImmediateObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
-        let (id, isFirst) = core.addObserver(handler, isImmediate: true)
-        if isFirst { observersDidBecomeNonEmpty() }
-        return LoadableObservation(owner: self, id: id)
-    }
-
-    /// Removes the observer `id` (called by its token).
-    package func unregisterObserver(_ id: Int) {
-        if core.removeObserver(id), !core.hasObservers { observersDidBecomeEmpty() }
-    }
-
-    /// The loadable's state and availability read with Observation tracking suspended.
-    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        core.readUntracked { (loadableState, isContentsAvailable) }
-    }
-
-    /// `<TypeName: state, contents available: yes|no>`, the description every loadable uses,
-    /// with `details` (`", target: …"`) before the closing bracket.
-    package func loadableDescription(details: String = "") -> String {
-        let (state, isContentsAvailable) = untrackedStatus
-        return "<\(type(of: self)): \(state), contents available: \(isContentsAvailable ? "yes" : "no")\(details)>"
-    }
 }
