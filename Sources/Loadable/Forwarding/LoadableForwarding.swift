@@ -159,6 +159,42 @@ extension LoadableForwarding where Followed: SyncableLoadable {
     package func forwardCancelSync() { followed?.cancelSync() }
 }
 
+extension LoadableForwarding where Followed: ContentsLoadable {
+    /// Calls ``followed``'s optimistic `mutate`; throws `CancellationError`, committing nothing,
+    /// without it.
+    package func forwardMutate<Contents, R: Sendable>(
+        optimistic: @escaping @MainActor (inout Contents) -> Void,
+        commit: @MainActor () async throws -> R,
+        reconcile: (@MainActor (inout Contents, R) -> Void)?
+    ) async throws -> R where Followed: PushLoadable<Contents> {
+        guard let followed else { throw CancellationError() }
+        return try await followed.mutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
+    }
+}
+
+/// A ``LoadableForwarding`` loadable whose contents are derived from what it follows (a mapped
+/// loadable, a combined one): they are recomputed at each change of it, and count as available
+/// only once they exist.
+@MainActor
+package protocol LoadableDeriving: LoadableForwarding {
+    /// Whether the derived contents exist.
+    var hasDerivedContents: Bool { get }
+    /// Recomputes the derived contents from ``LoadableForwarding/followed``'s, read untracked.
+    func refreshDerivedContents()
+}
+
+extension LoadableDeriving {
+    /// Recomputes the contents, then notifies.
+    package func followedDidNotify() { announceChange { refreshDerivedContents() } }
+
+    /// ``LoadableForwarding/followed``'s state, and its availability when the derived contents
+    /// exist.
+    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
+        guard let status = followed?.statusUntrackedWherePossible else { return (core.state, false) }
+        return (status.state, status.isContentsAvailable && hasDerivedContents)
+    }
+}
+
 /// The subscription of a ``LoadableForwarding`` loadable to what it stands for.
 @MainActor
 package struct LoadableFollower {

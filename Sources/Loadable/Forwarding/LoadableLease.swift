@@ -195,7 +195,7 @@ extension LoadableLease {
         reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
     ) async throws -> R where Value: PushLoadable<Contents> {
         guard !isReleased else { throw CancellationError() }
-        return try await loadable.mutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
+        return try await forwardMutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
     }
 }
 

@@ -77,18 +77,11 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     }
 }
 
-extension MappedLoadable: LoadableForwarding {
+extension MappedLoadable: LoadableDeriving {
     /// The source.
     package var followed: Source? { source }
-
-    /// Recomputes the contents, then notifies.
-    package func followedDidNotify() { announceChange { refresh() } }
-
-    /// The source's state, and its availability when the transformed contents exist.
-    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        let status = source.statusUntrackedWherePossible
-        return (status.state, status.isContentsAvailable && storedContents != nil)
-    }
+    package var hasDerivedContents: Bool { storedContents != nil }
+    package func refreshDerivedContents() { refresh() }
 }
 
 extension MappedLoadable: @MainActor CustomStringConvertible {

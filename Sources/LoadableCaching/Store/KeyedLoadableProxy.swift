@@ -203,19 +203,18 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     /// and commits nothing.
     ///
     /// - Parameters:
-    ///   - optimistic: Applies the change to contents.
-    ///   - commit: Makes the change for real; runs in the calling task.
-    ///   - reconcile: Writes the commit's answer into the base contents; `nil` to apply
-    ///     `optimistic` to them instead.
-    /// - Returns: What `commit` returned.
+    ///   - optimistic: The change, applied to the entry's contents.
+    ///   - commit: The call that makes the change on the server, in the calling task.
+    ///   - reconcile: Writes the commit's answer into the entry's base contents; `nil` applies
+    ///     `optimistic` to them.
+    /// - Returns: The commit's answer.
     @discardableResult
     public func mutate<Contents, R: Sendable>(
         optimistic: @escaping @MainActor (inout Contents) -> Void,
         commit: @MainActor () async throws -> R,
         reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
     ) async throws -> R where Value: PushLoadable<Contents> {
-        guard let lease else { throw CancellationError() }
-        return try await lease.mutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
+        try await forwardMutate(optimistic: optimistic, commit: commit, reconcile: reconcile)
     }
 
     /// Calls `handler` after every change of the proxy (its key) or of its entry, until the

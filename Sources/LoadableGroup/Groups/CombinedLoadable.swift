@@ -128,18 +128,11 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     }
 }
 
-extension CombinedLoadable: LoadableForwarding {
+extension CombinedLoadable: LoadableDeriving {
     /// The strict group of the members, which this loadable follows through its member-change
     /// handler; "in use", staleness and sync requests go to it (``LoadableForwarding``'s
     /// defaults).
     package var followed: LoadableGroup? { group }
-
-    /// Recomputes the contents, then notifies.
-    package func followedDidNotify() { announceChange { refresh() } }
-
-    /// The group's state, and its availability when the combined contents exist.
-    package var untrackedStatus: (state: LoadableState, isContentsAvailable: Bool) {
-        let status = group.untrackedStatus
-        return (status.state, status.isContentsAvailable && storedContents != nil)
-    }
+    package var hasDerivedContents: Bool { storedContents != nil }
+    package func refreshDerivedContents() { refresh() }
 }
