@@ -67,16 +67,15 @@ extension LoadableCore {
 
     /// Stops telling `subscriber` anything; does nothing when it is not subscribed.
     package func unsubscribe(_ subscriber: any LoadableCoreSubscriber) {
-        guard let extras, let index = extras.subscribers.firstIndex(where: { $0 === subscriber }) else { return }
-        extras.subscribers.remove(at: index)
-        extras.subscribedEvents = extras.subscribers.reduce(into: []) { $0.formUnion($1.coreEvents) }
+        guard let extras, extras.subscribers.remove(subscriber) else { return }
+        extras.subscribedEvents = extras.subscribers.all.reduce(into: []) { $0.formUnion($1.coreEvents) }
     }
 
     /// The subscriber of type `type`, if one is subscribed: how a client finds its own
     /// attachment (a loadable's persistence, the store that owns it).
     package func subscriber<Subscriber>(_ type: Subscriber.Type) -> Subscriber? {
         guard let extras else { return nil }
-        for subscriber in extras.subscribers {
+        for subscriber in extras.subscribers.all {
             if let match = subscriber as? Subscriber { return match }
         }
         return nil
@@ -93,10 +92,46 @@ extension LoadableCore {
 
     @inline(never)
     private func emitToSubscribers(_ event: LoadableCoreEvent, extras: LoadableCoreExtras) {
-        // A copy: a subscriber may unsubscribe (itself or another) while it is told.
         let kind = event.kind
-        for subscriber in extras.subscribers where subscriber.coreEvents.contains(kind) {
+        // A copy: a subscriber may unsubscribe (itself or another) while it is told.
+        let subscribers = extras.subscribers
+        if let first = subscribers.first, first.coreEvents.contains(kind) { first.loadableCoreDidEmit(event) }
+        for subscriber in subscribers.rest where subscriber.coreEvents.contains(kind) {
             subscriber.loadableCoreDidEmit(event)
         }
+    }
+}
+
+/// A core's subscribers, in the order they subscribed: the first one inline, so that a loadable
+/// with one subscriber (a store's entry, a persisted loadable) allocates nothing for it.
+package struct LoadableCoreSubscriberList {
+    /// The first subscriber.
+    private(set) var first: (any LoadableCoreSubscriber)?
+    /// The others, in order.
+    private(set) var rest: [any LoadableCoreSubscriber] = []
+
+    /// Creates an empty list.
+    init() {}
+
+    /// Every subscriber, in order.
+    var all: [any LoadableCoreSubscriber] {
+        guard let first else { return [] }
+        return [first] + rest
+    }
+
+    /// Adds `subscriber` last.
+    mutating func append(_ subscriber: any LoadableCoreSubscriber) {
+        if first == nil { first = subscriber } else { rest.append(subscriber) }
+    }
+
+    /// Removes `subscriber`; returns `false` if it was not in the list.
+    mutating func remove(_ subscriber: any LoadableCoreSubscriber) -> Bool {
+        if let first, first === subscriber {
+            self.first = rest.isEmpty ? nil : rest.removeFirst()
+            return true
+        }
+        guard let index = rest.firstIndex(where: { $0 === subscriber }) else { return false }
+        rest.remove(at: index)
+        return true
     }
 }

@@ -22,7 +22,7 @@ package final class LoadableCoreExtras {
     @exclusivity(unchecked) package var useCount = 0
     /// What follows this loadable's ``LoadableCoreEvent``s, held strongly (see
     /// ``LoadableCoreSubscriber``).
-    @exclusivity(unchecked) package var subscribers: [any LoadableCoreSubscriber] = []
+    @exclusivity(unchecked) package var subscribers = LoadableCoreSubscriberList()
     /// The kinds of event some subscriber asked for.
     @exclusivity(unchecked) package var subscribedEvents: LoadableCoreEvent.Kinds = []
     /// Storage of the owning type that most of its instances never need, made on first use (the
