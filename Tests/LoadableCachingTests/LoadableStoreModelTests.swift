@@ -752,34 +752,30 @@ struct LoadableStoreModelTests {
 
     @Test("400 random sequences of leases, releases, syncs, clock moves, invalidations and removals match the model")
     func randomSequences() async {
-        let baseSeed: UInt64 = 0x5702_E5A0
         var total = Coverage()
-        for sequence in 0..<400 {
-            let seed = baseSeed &+ UInt64(sequence)
+        let matched = await checkRandomSequences(count: 400, baseSeed: 0x5702_E5A0) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             let configuration = Self.randomConfiguration(&random)
             let length = 10 + Int(random.next() % 51)
-            let operations = (0..<length).map { _ in Self.randomOperation(&random, configuration: configuration) }
+            return (
+                configuration, (0..<length).map { _ in Self.randomOperation(&random, configuration: configuration) }
+            )
+        } mismatch: { configuration, operations in
             var coverage = Coverage()
-            if let failure = await Self.mismatch(in: operations, configuration: configuration, coverage: &coverage) {
-                let shortest = await shrink(operations) {
-                    await Self.mismatch(in: $0, configuration: configuration) != nil
-                }
-                var steps: [String] = []
-                var ignored = Coverage()
-                let shortestFailure = await Self.mismatch(
-                    in: shortest, configuration: configuration, coverage: &ignored, trace: { steps.append($0) })
-                Issue.record(
-                    """
-                    seed \(seed), \(configuration): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its steps: \(steps.joined(separator: "; "))
-                    its failure: \(shortestFailure ?? "?")
-                    """)
-                return
-            }
+            let failure = await Self.mismatch(in: operations, configuration: configuration, coverage: &coverage)
             total.add(coverage)
+            return failure
+        } explain: { configuration, operations in
+            var steps: [String] = []
+            var ignored = Coverage()
+            let failure = await Self.mismatch(
+                in: operations, configuration: configuration, coverage: &ignored, trace: { steps.append($0) })
+            return """
+                its steps: \(steps.joined(separator: "; "))
+                its failure: \(failure ?? "?")
+                """
         }
+        guard matched else { return }
         // The sequences reach every rule, many times.
         for (name, count) in total.counters {
             #expect(count >= 10, "\(name): \(count)")

@@ -501,33 +501,27 @@ struct PersistenceModelTests {
 
     @Test("300 random sequences of syncs, writes, cache completions, relaunches and stops match the model")
     func randomSequences() async {
-        let baseSeed: UInt64 = 0x9E25_157E
         var total = Coverage()
-        for sequence in 0..<300 {
-            let seed = baseSeed &+ UInt64(sequence)
+        let matched = await checkRandomSequences(count: 300, baseSeed: 0x9E25_157E) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             let configuration = Self.randomConfiguration(&random)
-            let operations = (0..<30).map { _ in Self.randomOperation(&random) }
+            return (configuration, (0..<30).map { _ in Self.randomOperation(&random) })
+        } mismatch: { configuration, operations in
             var coverage = Coverage()
-            if let failure = await Self.mismatch(in: operations, configuration: configuration, coverage: &coverage) {
-                let shortest = await shrink(operations) {
-                    await Self.mismatch(in: $0, configuration: configuration) != nil
-                }
-                var steps: [String] = []
-                var ignored = Coverage()
-                let shortestFailure = await Self.mismatch(
-                    in: shortest, configuration: configuration, coverage: &ignored, trace: { steps.append($0) })
-                Issue.record(
-                    """
-                    seed \(seed), \(configuration): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its steps: \(steps.joined(separator: "; "))
-                    its failure: \(shortestFailure ?? "?")
-                    """)
-                return
-            }
+            let failure = await Self.mismatch(in: operations, configuration: configuration, coverage: &coverage)
             total.add(coverage)
+            return failure
+        } explain: { configuration, operations in
+            var steps: [String] = []
+            var ignored = Coverage()
+            let failure = await Self.mismatch(
+                in: operations, configuration: configuration, coverage: &ignored, trace: { steps.append($0) })
+            return """
+                its steps: \(steps.joined(separator: "; "))
+                its failure: \(failure ?? "?")
+                """
         }
+        guard matched else { return }
         // The sequences reach every rule, many times.
         for (name, count) in total.counters {
             #expect(count >= 10, "\(name): \(count)")

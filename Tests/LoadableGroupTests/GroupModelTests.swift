@@ -729,29 +729,19 @@ struct GroupModelTests {
     @Test(
         "Random operation sequences on groups of 0–6 members match the reference model",
         arguments: Policy.allCases)
-    func randomSequences(policy: Policy) {
+    func randomSequences(policy: Policy) async {
         let baseSeed: UInt64 = 0x6120_0B5E_ED00 &+ UInt64(Policy.allCases.firstIndex(of: policy)!) << 32
-        for sequence in 0..<Self.sequencesPerPolicy {
-            let seed = baseSeed &+ UInt64(sequence)
-            let (initial, operations) = Self.randomScenario(seed: seed)
-            guard let failure = Self.mismatch(policy: policy, initial: initial, operations: operations) else {
-                continue
-            }
-            let shortestOperations = shrink(operations) {
-                Self.mismatch(policy: policy, initial: initial, operations: $0) != nil
-            }
-            let shortestInitial = shrink(initial) {
-                Self.mismatch(policy: policy, initial: $0, operations: shortestOperations) != nil
-            }
-            let shortestFailure =
-                Self.mismatch(policy: policy, initial: shortestInitial, operations: shortestOperations) ?? "?"
-            Issue.record(
-                """
-                policy .\(policy), seed \(seed): \(failure)
-                shortest failing sequence: members \(shortestInitial), operations \(shortestOperations)
-                its failure: \(shortestFailure)
-                """)
-            return
+        await checkRandomSequences(count: Self.sequencesPerPolicy, baseSeed: baseSeed) { seed in
+            Self.randomScenario(seed: seed)
+        } mismatch: { initial, operations in
+            Self.mismatch(policy: policy, initial: initial, operations: operations)
+        } shrinkSetup: { initial, stillFails in
+            // The starting members shrink too, once the operations are as short as they get.
+            await shrink(initial, stillFails: stillFails)
+        } describeSetup: { _ in
+            "policy .\(policy)"
+        } describe: { initial, operations in
+            "members \(initial), operations \(operations)"
         }
     }
 }

@@ -835,22 +835,16 @@ struct WaiterModelTests {
     @Test("2,000 random wait sequences match the waiter model")
     func randomWaitSequences() async {
         // Each seed makes a configuration and a sequence; the sequences shrink with their own.
-        var configuration = WaiterConfiguration(
-            condition: .contentsAvailable, timeout: .seconds(1), syncsIfPossible: true)
-        await checkRandomSequences(
-            count: 2_000,
-            baseSeed: 0x0057_A17E,
-            operations: { seed in
-                var random = SeededRandomNumberGenerator(seed: seed)
-                configuration = Self.randomWaiterConfiguration(&random)
-                return (0..<Int.random(in: 5...15, using: &random)).map { _ in
-                    Self.randomWaiterOperation(&random, timeout: configuration.timeout)
-                }
-            },
-            mismatch: { operations in
-                await Self.mismatch(configuration, operations).map { "\(configuration): \($0)" }
+        await checkRandomSequences(count: 2_000, baseSeed: 0x0057_A17E) { seed in
+            var random = SeededRandomNumberGenerator(seed: seed)
+            let configuration = Self.randomWaiterConfiguration(&random)
+            let operations = (0..<Int.random(in: 5...15, using: &random)).map { _ in
+                Self.randomWaiterOperation(&random, timeout: configuration.timeout)
             }
-        )
+            return (configuration, operations)
+        } mismatch: { configuration, operations in
+            await Self.mismatch(configuration, operations)
+        }
     }
 
     // MARK: - The syncer's schedule
@@ -1303,22 +1297,15 @@ struct WaiterModelTests {
     @Test("1,000 random transition sequences follow the syncer's schedule model")
     func randomSyncerSequences() async {
         // Each seed makes a configuration and a sequence; the sequences shrink with their own.
-        var random = SeededRandomNumberGenerator(seed: 0)
-        var configuration = Self.randomSyncerConfiguration(&random)
-        await checkRandomSequences(
-            count: 1_000,
-            baseSeed: 0x5C4E_D01E,
-            operations: { seed in
-                var random = SeededRandomNumberGenerator(seed: seed)
-                configuration = Self.randomSyncerConfiguration(&random)
-                let count = Int.random(in: 5...25, using: &random)
-                var operations: [SyncerOperation] = []
-                while operations.count < count { operations += Self.randomSyncerOperation(&random) }
-                return operations
-            },
-            mismatch: { operations in
-                await Self.scheduleMismatch(configuration, operations).map { "\(configuration): \($0)" }
-            }
-        )
+        await checkRandomSequences(count: 1_000, baseSeed: 0x5C4E_D01E) { seed in
+            var random = SeededRandomNumberGenerator(seed: seed)
+            let configuration = Self.randomSyncerConfiguration(&random)
+            let count = Int.random(in: 5...25, using: &random)
+            var operations: [SyncerOperation] = []
+            while operations.count < count { operations += Self.randomSyncerOperation(&random) }
+            return (configuration, operations)
+        } mismatch: { configuration, operations in
+            await Self.scheduleMismatch(configuration, operations)
+        }
     }
 }

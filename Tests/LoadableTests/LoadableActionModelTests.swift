@@ -504,9 +504,9 @@ struct LoadableActionModelTests {
     func randomSequences() async {
         let baseSeed: UInt64 = 0xAC71_0000
         let policies: [Concurrency] = [.dropWhileRunning, .cancelPrevious, .enqueue]
-        for sequence in 0..<300 {
-            let seed = baseSeed &+ UInt64(sequence)
-            let concurrency = policies[sequence % policies.count]
+        await checkRandomSequences(count: 300, baseSeed: baseSeed) { seed in
+            // The policies take turns, sequence by sequence.
+            let concurrency = policies[Int(seed - baseSeed) % policies.count]
             var random = SeededRandomNumberGenerator(seed: seed)
             let length = Int(random.next() % 30) + 1
             var operations: [Operation] = []
@@ -519,17 +519,11 @@ struct LoadableActionModelTests {
                 }
                 operations.append(operation)
             }
-            if let failure = await Self.mismatch(in: operations, concurrency: concurrency) {
-                let shortest = await shrink(operations) { await Self.mismatch(in: $0, concurrency: concurrency) != nil }
-                let its = await Self.mismatch(in: shortest, concurrency: concurrency) ?? "?"
-                Issue.record(
-                    """
-                    seed \(seed) (\(concurrency)): \(failure)
-                    shortest failing sequence: \(Self.completed(shortest, concurrency: concurrency))
-                    its failure: \(its)
-                    """)
-                return
-            }
+            return (concurrency, operations)
+        } mismatch: { concurrency, operations in
+            await Self.mismatch(in: operations, concurrency: concurrency)
+        } describe: { concurrency, operations in
+            "\(Self.completed(operations, concurrency: concurrency))"
         }
     }
 }

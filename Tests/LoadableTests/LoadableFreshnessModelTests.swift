@@ -770,10 +770,8 @@ struct LoadableFreshnessModelTests {
 
     @Test("1,500 random sequences with time, invalidation, leases and writes match the model")
     func randomSequences() async {
-        let baseSeed: UInt64 = 0xF2E5_0A6E
         var total = Coverage()
-        for sequence in 0..<1_500 {
-            let seed = baseSeed &+ UInt64(sequence)
+        let matched = await checkRandomSequences(count: 1_500, baseSeed: 0xF2E5_0A6E) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             let initialContents = random.next() % 4 == 0 ? Int(random.next() % 100) : nil
             let length = Int(random.next() % 50) + 1
@@ -786,21 +784,10 @@ struct LoadableFreshnessModelTests {
                 if case .lease = operation { leaseCount += 1 }
                 operations.append(operation)
             }
+            return (initialContents, operations)
+        } mismatch: { initialContents, operations in
             var coverage = Coverage()
-            if let failure = await Self.mismatch(in: operations, initialContents: initialContents, coverage: &coverage)
-            {
-                let shortest = await shrink(operations) {
-                    await Self.mismatch(in: $0, initialContents: initialContents) != nil
-                }
-                let shortestFailure = await Self.mismatch(in: shortest, initialContents: initialContents)
-                Issue.record(
-                    """
-                    seed \(seed), initial contents \(initialContents.map(String.init) ?? "nil"): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(shortestFailure ?? "?")
-                    """)
-                return
-            }
+            let failure = await Self.mismatch(in: operations, initialContents: initialContents, coverage: &coverage)
             total.timeouts += coverage.timeouts
             total.slowSyncs += coverage.slowSyncs
             total.staleByAge += coverage.staleByAge
@@ -808,7 +795,11 @@ struct LoadableFreshnessModelTests {
             total.invalidationsInUse += coverage.invalidationsInUse
             total.pendingSyncsDropped += coverage.pendingSyncsDropped
             total.staleAtExactlyMaxAge += coverage.staleAtExactlyMaxAge
+            return failure
+        } describeSetup: { initialContents in
+            "initial contents \(initialContents.map(String.init) ?? "nil")"
         }
+        guard matched else { return }
         // The sequences reach every timed and freshness event, many times.
         #expect(total.timeouts >= 50, "timeouts: \(total.timeouts)")
         #expect(total.slowSyncs >= 50, "slow syncs: \(total.slowSyncs)")

@@ -320,10 +320,8 @@ struct LoadableModelTests {
     }
 
     @Test("10,000 random operation sequences match the model")
-    func randomSequences() {
-        let baseSeed: UInt64 = 0x10AD_AB1E
-        for sequence in 0..<10_000 {
-            let seed = baseSeed &+ UInt64(sequence)
+    func randomSequences() async {
+        await checkRandomSequences(count: 10_000, baseSeed: 0x10AD_AB1E) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             let length = Int(random.next() % 40) + 1
             var operations: [Operation] = []
@@ -333,16 +331,9 @@ struct LoadableModelTests {
                 if case .addObserver = operation { observerCount += 1 }
                 operations.append(operation)
             }
-            if let failure = Self.mismatch(in: operations) {
-                let shortest = shrink(operations) { Self.mismatch(in: $0) != nil }
-                Issue.record(
-                    """
-                    seed \(seed): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(Self.mismatch(in: shortest) ?? "?")
-                    """)
-                return
-            }
+            return operations
+        } mismatch: {
+            Self.mismatch(in: $0)
         }
     }
 }
