@@ -231,16 +231,16 @@ struct KeyedLoadableProxyTests {
         let test = TestStore()
         let proxy = KeyedLoadableProxy(store: test.store)
         var keys: [Int?] = []
-        let observation = proxy.addObserver { _ in keys.append(proxy.key) }
-        proxy.key = 1
-        #expect(keys == [1])
-        proxy.key = 2
-        #expect(keys == [1, 2])
-        proxy.key = nil
-        #expect(keys == [1, 2, nil])
-        proxy.key = 1
-        #expect(keys == [1, 2, nil, 1])
-        withExtendedLifetime(observation) {}
+        observing(proxy, { _ in keys.append(proxy.key) }) {
+            proxy.key = 1
+            #expect(keys == [1])
+            proxy.key = 2
+            #expect(keys == [1, 2])
+            proxy.key = nil
+            #expect(keys == [1, 2, nil])
+            proxy.key = 1
+            #expect(keys == [1, 2, nil, 1])
+        }
     }
 
     @Test("observers of a key change see the new entry leased and the old one not yet released")
@@ -249,14 +249,17 @@ struct KeyedLoadableProxyTests {
         let proxy = KeyedLoadableProxy(store: test.store, key: 1)
         let first = try #require(proxy.loadable)
         var seen: [String] = []
-        let observation = proxy.addObserver { _ in
-            seen.append("old in use: \(first.isInUse), new in use: \(proxy.loadable?.isInUse == true)")
+        observing(
+            proxy,
+            { _ in
+                seen.append("old in use: \(first.isInUse), new in use: \(proxy.loadable?.isInUse == true)")
+            }
+        ) {
+            proxy.key = 2
+            #expect(seen == ["old in use: true, new in use: true"])
+            #expect(!first.isInUse)
+            #expect(test.store.peek(1) == nil)  // retention zero: dropped once released
         }
-        proxy.key = 2
-        #expect(seen == ["old in use: true, new in use: true"])
-        #expect(!first.isInUse)
-        #expect(test.store.peek(1) == nil)  // retention zero: dropped once released
-        withExtendedLifetime(observation) {}
     }
 
     @Test("sync, syncIfNeeded, invalidate, cancelSync and needsSync go to the current key's entry")
@@ -541,22 +544,25 @@ struct KeyedLoadableProxyTests {
         let proxy = KeyedLoadableProxy(store: test.store, key: 1, placeholder: .previousContents)
         try #require(proxy.loadable).setDidSyncSuccessfully("one")
         var seen: [String] = []
-        let observation = proxy.addObserver { _ in
-            seen.append("\(proxy.loadableState) \(proxy.contents ?? "nil") \(proxy.isPlaceholder)")
+        try observing(
+            proxy,
+            { _ in
+                seen.append("\(proxy.loadableState) \(proxy.contents ?? "nil") \(proxy.isPlaceholder)")
+            }
+        ) {
+            proxy.key = 2
+            let second = try #require(proxy.loadable)
+            proxy.syncIfNeeded()
+            second.setDidFailToSync(TestError("new"))
+            proxy.sync()
+            #expect(
+                seen == [
+                    "idle one true",
+                    "syncing one true",
+                    "did-fail-to-sync nil false",
+                    "syncing nil false",
+                ])
         }
-        proxy.key = 2
-        let second = try #require(proxy.loadable)
-        proxy.syncIfNeeded()
-        second.setDidFailToSync(TestError("new"))
-        proxy.sync()
-        #expect(
-            seen == [
-                "idle one true",
-                "syncing one true",
-                "did-fail-to-sync nil false",
-                "syncing nil false",
-            ])
-        withExtendedLifetime(observation) {}
     }
 
     @Test("a failure an observer was told of but nobody read still ends the placeholder (a TestLoadable entry)")
@@ -690,26 +696,29 @@ struct KeyedLoadableProxyTests {
         let test = TestStore()
         let proxy = KeyedLoadableProxy(store: test.store, key: 1)
         var keys: [Int?] = []
-        let observation = proxy.addObserver { _ in
-            keys.append(proxy.key)
-            if proxy.key == 2 { proxy.key = 3 }
-        }
-        proxy.key = 2
-        #expect(keys == [2, 3])
-        #expect(proxy.key == 3)
-        let third = try #require(test.store.peek(3))
-        #expect(proxy.loadable === third)
-        #expect(third.isInUse)
-        #expect(third.hasObservers)
-        #expect(test.store.peek(2)?.isInUse == false)
-        #expect(test.store.peek(2)?.hasObservers == false)
-        #expect(test.store.peek(1)?.isInUse == false)
-        #expect(test.store.count == 3)
+        try observing(
+            proxy,
+            { _ in
+                keys.append(proxy.key)
+                if proxy.key == 2 { proxy.key = 3 }
+            }
+        ) {
+            proxy.key = 2
+            #expect(keys == [2, 3])
+            #expect(proxy.key == 3)
+            let third = try #require(test.store.peek(3))
+            #expect(proxy.loadable === third)
+            #expect(third.isInUse)
+            #expect(third.hasObservers)
+            #expect(test.store.peek(2)?.isInUse == false)
+            #expect(test.store.peek(2)?.hasObservers == false)
+            #expect(test.store.peek(1)?.isInUse == false)
+            #expect(test.store.count == 3)
 
-        // The new entry is followed.
-        third.setSyncing()
-        #expect(keys == [2, 3, 3])
-        withExtendedLifetime(observation) {}
+            // The new entry is followed.
+            third.setSyncing()
+            #expect(keys == [2, 3, 3])
+        }
     }
 
     @Test("an observer that changes the key when the entry fails, with retention zero (the old entry dropped)")
@@ -717,19 +726,22 @@ struct KeyedLoadableProxyTests {
         let test = CountedStore(retention: .zero)
         let proxy = KeyedLoadableProxy(store: test.store, key: 1)
         var seen: [String] = []
-        let observation = proxy.addObserver { _ in
-            seen.append("\(proxy.key.map(String.init) ?? "nil") \(proxy.loadableState)")
-            if proxy.key == 1, proxy.loadableState == .didFailToSync { proxy.key = 2 }
+        observing(
+            proxy,
+            { _ in
+                seen.append("\(proxy.key.map(String.init) ?? "nil") \(proxy.loadableState)")
+                if proxy.key == 1, proxy.loadableState == .didFailToSync { proxy.key = 2 }
+            }
+        ) {
+            proxy.syncIfNeeded()
+            weak let first = proxy.loadable
+            first?.setDidFailToSync(TestError("one"))
+            #expect(seen == ["1 syncing", "1 did-fail-to-sync", "2 idle"])
+            #expect(first == nil)
+            #expect(test.store.count == 1)
+            proxy.syncIfNeeded()
+            #expect(seen.last == "2 syncing")
         }
-        proxy.syncIfNeeded()
-        weak let first = proxy.loadable
-        first?.setDidFailToSync(TestError("one"))
-        #expect(seen == ["1 syncing", "1 did-fail-to-sync", "2 idle"])
-        #expect(first == nil)
-        #expect(test.store.count == 1)
-        proxy.syncIfNeeded()
-        #expect(seen.last == "2 syncing")
-        withExtendedLifetime(observation) {}
     }
 
     @Test("an observer that changes the key while the old entry's sync is cancelled by the store")
@@ -739,27 +751,34 @@ struct KeyedLoadableProxyTests {
         let proxy = KeyedLoadableProxy(store: test.store, key: 2)
         watcher.syncIfNeeded()
         var seen: [String] = []
-        let observation = watcher.addObserver { _ in
-            seen.append("\(watcher.key.map(String.init) ?? "nil") \(watcher.loadableState)")
+        try await observing(
+            watcher,
+            { _ in
+                seen.append("\(watcher.key.map(String.init) ?? "nil") \(watcher.loadableState)")
+            }
+        ) {
+            // The watcher lets go of key 1 (still syncing); another proxy takes it back during expiry.
+            watcher.key = 3
+            let first = try #require(test.store.peek(1))
+            try #require(!first.isInUse)
+            try await observing(
+                first,
+                { _ in
+                    if first.loadableState == .idle { proxy.key = 1 }
+                }
+            ) {
+                await test.clock.waitForSleepers()
+                await test.clock.advance(by: .seconds(10))
+                // Dropped and cancelled at expiry; the lease taken in its notification got a new entry.
+                #expect(first.loadableState == .idle)
+                #expect(test.made == [1, 2, 3, 1])
+                let again = try #require(test.store.peek(1))
+                #expect(again !== first)
+                #expect(proxy.loadable === again)
+                #expect(again.isInUse)
+                #expect(seen == ["3 idle"])
+            }
         }
-        // The watcher lets go of key 1 (still syncing); another proxy takes it back during expiry.
-        watcher.key = 3
-        let first = try #require(test.store.peek(1))
-        try #require(!first.isInUse)
-        let token = first.addObserver { _ in
-            if first.loadableState == .idle { proxy.key = 1 }
-        }
-        await test.clock.waitForSleepers()
-        await test.clock.advance(by: .seconds(10))
-        // Dropped and cancelled at expiry; the lease taken in its notification got a new entry.
-        #expect(first.loadableState == .idle)
-        #expect(test.made == [1, 2, 3, 1])
-        let again = try #require(test.store.peek(1))
-        #expect(again !== first)
-        #expect(proxy.loadable === again)
-        #expect(again.isInUse)
-        #expect(seen == ["3 idle"])
-        withExtendedLifetime((observation, token)) {}
     }
 
     // MARK: - Leaks

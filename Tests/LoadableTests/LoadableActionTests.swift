@@ -115,17 +115,17 @@ struct LoadableActionTests {
         await complete(action, 2, with: .failure(TestError()), works: works)
         let recorder = Recorder(action)
         var seen: [(LoadableState, Bool, Int?)] = []
-        let token = action.observe { seen.append(($0.loadableState, $0.error == nil, $0.contents)) }
-        let task = action.send(3)
-        #expect(recorder.states == [.syncing])
-        #expect(seen.count == 1)
-        #expect(seen.first?.0 == .syncing)
-        #expect(seen.first?.1 == true)
-        #expect(seen.first?.2 == 10)
-        #expect(action.isRunning)
-        task.cancel()
-        _ = await ended(task)
-        withExtendedLifetime(token) {}
+        await observing(action, { seen.append(($0.loadableState, $0.error == nil, $0.contents)) }) {
+            let task = action.send(3)
+            #expect(recorder.states == [.syncing])
+            #expect(seen.count == 1)
+            #expect(seen.first?.0 == .syncing)
+            #expect(seen.first?.1 == true)
+            #expect(seen.first?.2 == 10)
+            #expect(action.isRunning)
+            task.cancel()
+            _ = await ended(task)
+        }
     }
 
     @Test(
@@ -337,28 +337,28 @@ struct LoadableActionTests {
         let action = makeAction(.enqueue, works: works)
         let recorder = Recorder(action)
         var contentsSeen: [Int?] = []
-        let token = action.observe { contentsSeen.append($0.contents) }
-        let tasks = [action.send(1), action.send(2), action.send(3)]
-        await settleAction()
-        #expect(works.startedIDs == [1])
-        works.succeed(1, with: 10)
-        #expect(try await ended(tasks[0]).get() == 10)
-        await settleAction()
-        #expect(action.loadableState == .syncing)
-        #expect(action.contents == 10)
-        #expect(works.startedIDs == [1, 2])
-        works.fail(2, with: TestError("second"))
-        await #expect(throws: TestError("second")) { try await ended(tasks[1]).get() }
-        await settleAction()
-        #expect(action.loadableState == .syncing)
-        #expect(action.error == nil)
-        #expect(works.startedIDs == [1, 2, 3])
-        works.succeed(3, with: 30)
-        #expect(try await ended(tasks[2]).get() == 30)
-        await settleAction()
-        #expect(recorder.states == [.syncing, .syncing, .didSyncSuccessfully])
-        #expect(contentsSeen == [nil, 10, 30])
-        withExtendedLifetime(token) {}
+        try await observing(action, { contentsSeen.append($0.contents) }) { () async throws in
+            let tasks = [action.send(1), action.send(2), action.send(3)]
+            await settleAction()
+            #expect(works.startedIDs == [1])
+            works.succeed(1, with: 10)
+            #expect(try await ended(tasks[0]).get() == 10)
+            await settleAction()
+            #expect(action.loadableState == .syncing)
+            #expect(action.contents == 10)
+            #expect(works.startedIDs == [1, 2])
+            works.fail(2, with: TestError("second"))
+            await #expect(throws: TestError("second")) { try await ended(tasks[1]).get() }
+            await settleAction()
+            #expect(action.loadableState == .syncing)
+            #expect(action.error == nil)
+            #expect(works.startedIDs == [1, 2, 3])
+            works.succeed(3, with: 30)
+            #expect(try await ended(tasks[2]).get() == 30)
+            await settleAction()
+            #expect(recorder.states == [.syncing, .syncing, .didSyncSuccessfully])
+            #expect(contentsSeen == [nil, 10, 30])
+        }
     }
 
     @Test("with .enqueue, an earlier run cancelled by its caller keeps its output from the contents")
@@ -696,17 +696,20 @@ struct LoadableActionTests {
         let action = makeAction(works: works)
         var next: Task<Int, any Error>?
         let recorder = Recorder(action)
-        let token = action.observe { action in
-            if action.loadableState == .didSyncSuccessfully, next == nil { next = action.send(2) }
+        try await observing(
+            action,
+            { action in
+                if action.loadableState == .didSyncSuccessfully, next == nil { next = action.send(2) }
+            }
+        ) {
+            await complete(action, 1, with: .success(10), works: works)
+            #expect(recorder.states == [.syncing, .didSyncSuccessfully, .syncing])
+            #expect(action.loadableState == .syncing)
+            await yield(until: { works.count == 1 })
+            works.succeed(2, with: 20)
+            let nextTask = try #require(next)
+            #expect(try await ended(nextTask).get() == 20)
         }
-        await complete(action, 1, with: .success(10), works: works)
-        #expect(recorder.states == [.syncing, .didSyncSuccessfully, .syncing])
-        #expect(action.loadableState == .syncing)
-        await yield(until: { works.count == 1 })
-        works.succeed(2, with: 20)
-        let nextTask = try #require(next)
-        #expect(try await ended(nextTask).get() == 20)
-        withExtendedLifetime(token) {}
     }
 
     // MARK: - 13. Observation

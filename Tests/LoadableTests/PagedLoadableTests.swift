@@ -548,19 +548,22 @@ import Testing
         let server = PageServer()
         let list = TestPagedList(server: server)
         await list.loadFirstPage(["a"], next: 1, from: server)
-        let token = list.observe { list in
-            if list.nextPageState == .syncing { list.sync() }
-        }
+        await observing(
+            list,
+            { list in
+                if list.nextPageState == .syncing { list.sync() }
+            }
+        ) {
 
-        list.loadNextPage()
-        #expect(list.loadableState == .syncing)
-        #expect(list.nextPageState == .idle)
-        let refresh = await server.nextRequest()
-        #expect(refresh.cursor == nil)
-        await refresh.respond(["x"], next: nil)
-        #expect(list.contents == ["x"])
-        #expect(server.requestCount == 2)
-        token.cancel()
+            list.loadNextPage()
+            #expect(list.loadableState == .syncing)
+            #expect(list.nextPageState == .idle)
+            let refresh = await server.nextRequest()
+            #expect(refresh.cursor == nil)
+            await refresh.respond(["x"], next: nil)
+            #expect(list.contents == ["x"])
+            #expect(server.requestCount == 2)
+        }
     }
 
     // MARK: - Closure initializer, waiting, observation
