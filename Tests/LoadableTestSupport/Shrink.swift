@@ -2,24 +2,8 @@ public import Testing
 
 /// Removes operations from a failing sequence while it keeps failing, to report a short one.
 ///
-/// The model tests of every test target report the shortest failing sequence they can find with
-/// it, after the seed that produced the failure.
-public func shrink<Operation>(_ operations: [Operation], stillFails: ([Operation]) -> Bool) -> [Operation] {
-    var current = operations
-    var index = 0
-    while index < current.count {
-        var candidate = current
-        candidate.remove(at: index)
-        if stillFails(candidate) {
-            current = candidate
-        } else {
-            index += 1
-        }
-    }
-    return current
-}
-
-/// The same as ``shrink(_:stillFails:)``, for checks that must `await` on the main actor.
+/// ``checkRandomSequences(count:baseSeed:operations:mismatch:sourceLocation:)`` reports the
+/// shortest failing sequence it finds with it, after the seed that produced the failure.
 @MainActor
 public func shrink<Operation>(
     _ operations: [Operation],
@@ -44,7 +28,7 @@ public func shrink<Operation>(
 /// reference model and describes the first difference (`nil` when there is none).
 ///
 /// At the first failing sequence it records an issue with the seed, the failure, the shortest
-/// sequence that still fails (by `shrink(_:stillFails:)`) and that sequence's failure, and stops.
+/// sequence that still fails (by ``shrink(_:stillFails:)``) and that sequence's failure, and stops.
 ///
 /// - Returns: Whether every sequence matched (a test that also counts what its sequences reached
 ///   checks the counts only then).
