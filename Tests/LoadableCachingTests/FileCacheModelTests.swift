@@ -248,34 +248,24 @@ struct FileCacheModelTests {
 
     /// Runs 200 seeded sequences of 40 steps against `kind`; reports the first failure, shrunk
     /// (and returns `nil` then).
-    static func checkRandomSequences(kind: Kind) async -> Coverage? {
-        let baseSeed: UInt64 = 0xF11E_CAC4
+    @MainActor
+    static func coverageOfRandomSequences(kind: Kind) async -> Coverage? {
         var total = Coverage()
-        for sequence in 0..<200 {
-            let seed = baseSeed &+ UInt64(sequence)
+        let matched = await checkRandomSequences(count: 200, baseSeed: 0xF11E_CAC4) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
-            let steps = (0..<40).map { _ in randomStep(&random) }
+            return (kind, (0..<40).map { _ in randomStep(&random) })
+        } mismatch: { kind, steps in
             var coverage = Coverage()
-            if let failure = await mismatch(in: steps, kind: kind, coverage: &coverage) {
-                let shortest = await shrink(steps) { await mismatch(in: $0, kind: kind) != nil }
-                var ignored = Coverage()
-                let shortestFailure = await mismatch(in: shortest, kind: kind, coverage: &ignored)
-                Issue.record(
-                    """
-                    \(kind), seed \(seed): \(failure)
-                    shortest failing sequence: \(shortest)
-                    its failure: \(shortestFailure ?? "?")
-                    """)
-                return nil
-            }
+            let failure = await mismatch(in: steps, kind: kind, coverage: &coverage)
             total.add(coverage)
+            return failure
         }
-        return total
+        return matched ? total : nil
     }
 
     @Test("200 random sequences of saves, removes, removeAll, reopens and outside clears match the model on files")
     func fileCache() async {
-        guard let coverage = await Self.checkRandomSequences(kind: .file) else { return }
+        guard let coverage = await Self.coverageOfRandomSequences(kind: .file) else { return }
         for (name, count) in coverage.counters {
             #expect(count >= 10, "\(name): \(count)")
         }
@@ -283,7 +273,7 @@ struct FileCacheModelTests {
 
     @Test("the same sequences match the model in memory")
     func inMemoryCache() async {
-        guard let coverage = await Self.checkRandomSequences(kind: .inMemory) else { return }
+        guard let coverage = await Self.coverageOfRandomSequences(kind: .inMemory) else { return }
         for (name, count) in coverage.counters {
             #expect(count >= 10, "\(name): \(count)")
         }

@@ -40,12 +40,12 @@ struct CachingLongDurationExitTests {
         let cache = InMemoryLoadableCache(entries: ["k": entry])
         let loadable = IdleLoadable()
         loadable.maxAge = .seconds(Int64.max)
-        let token = loadable.observe { _ in }
-        await loadable.persist(in: cache, key: "k", maxRestoreAge: .seconds(Int64.max)).flush()
-        await letTimersStartSleeping()
-        #expect(loadable.contents == 7)
-        #expect(loadable.age.map { $0 > .seconds(100 * 365 * 24 * 3600) } == true)
-        token.cancel()
+        await observing(loadable, { _ in }) {
+            await loadable.persist(in: cache, key: "k", maxRestoreAge: .seconds(Int64.max)).flush()
+            await letTimersStartSleeping()
+            #expect(loadable.contents == 7)
+            #expect(loadable.age.map { $0 > .seconds(100 * 365 * 24 * 3600) } == true)
+        }
     }
 }
 

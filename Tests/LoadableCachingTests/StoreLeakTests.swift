@@ -50,15 +50,6 @@ private func probeStore(
     }
 }
 
-/// Waits until the store's timer sleeps on `clock` (what `clock.waitForSleepers()` does), but
-/// records an issue instead of hanging when it never does: a store that forgot to arm its timer
-/// fails the test.
-@MainActor
-private func waitForTimer(_ clock: ManualClock, sourceLocation: SourceLocation = #_sourceLocation) async {
-    let isArmed = await settle { clock.pendingSleepCount >= 1 }
-    if !isArmed { Issue.record("the store's timer does not sleep on the clock", sourceLocation: sourceLocation) }
-}
-
 /// Nothing a store made outlives its last user: not the store, its entries, their loadables, its
 /// timer, nor the leases.
 @Suite("LoadableStore: leaks")

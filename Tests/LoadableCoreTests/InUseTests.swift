@@ -128,19 +128,22 @@ struct InUseTests {
         let loadable = Manual()
         let lease = loadable.lease()
         var seen: [String] = []
-        let observation = lease.addObserver { [weak lease] notified in
-            #expect(notified === lease)
-            let contents = lease?.contents.map { "\($0)" } ?? "nil"
-            seen.append("\(notified.loadableState) \(contents)")
+        observing(
+            lease,
+            { [weak lease] notified in
+                #expect(notified === lease)
+                let contents = lease?.contents.map { "\($0)" } ?? "nil"
+                seen.append("\(notified.loadableState) \(contents)")
+            }
+        ) {
+            lease.sync()
+            loadable.setDidSyncSuccessfully(1)
+            loadable.sync()
+            loadable.setDidFailToSync(TestError("offline"))
+            #expect(seen == ["syncing nil", "did-sync-successfully 1", "syncing 1", "did-fail-to-sync 1"])
+            #expect(lease.error as? TestError == TestError("offline"))
+            #expect(lease.loadableState == .didFailToSync)
         }
-        lease.sync()
-        loadable.setDidSyncSuccessfully(1)
-        loadable.sync()
-        loadable.setDidFailToSync(TestError("offline"))
-        #expect(seen == ["syncing nil", "did-sync-successfully 1", "syncing 1", "did-fail-to-sync 1"])
-        #expect(lease.error as? TestError == TestError("offline"))
-        #expect(lease.loadableState == .didFailToSync)
-        withExtendedLifetime(observation) {}
     }
 
     @Test("a lease of a lease keeps the loadable in use until both are released")

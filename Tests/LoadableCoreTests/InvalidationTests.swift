@@ -113,21 +113,24 @@ struct InvalidationTests {
         let loadable = Manual()
         var log: [String] = []
         loadable.onDoSync = { _ in log.append("doSync") }
-        let observation = loadable.addObserver { loadable in
-            guard let loadable = loadable as? Manual else { return }
-            let failures = loadable.consecutiveFailures
-            log.append(Self.describe(loadable) + (failures > 0 ? " failures \(failures)" : ""))
-        }
-        loadable.sync()
-        loadable.invalidate()
-        loadable.setDidSyncSuccessfully(1)
-        #expect(log == ["syncing nil stale", "doSync", "syncing 1 stale", "doSync"])
+        observing(
+            loadable,
+            { (loadable: any PureLoadable) in
+                guard let loadable = loadable as? Manual else { return }
+                let failures = loadable.consecutiveFailures
+                log.append(Self.describe(loadable) + (failures > 0 ? " failures \(failures)" : ""))
+            }
+        ) {
+            loadable.sync()
+            loadable.invalidate()
+            loadable.setDidSyncSuccessfully(1)
+            #expect(log == ["syncing nil stale", "doSync", "syncing 1 stale", "doSync"])
 
-        log = []
-        loadable.invalidate()  // during the extra sync: one more after it
-        loadable.setDidFailToSync(TestError())
-        #expect(log == ["syncing 1 stale failures 1", "doSync"])
-        withExtendedLifetime(observation) {}
+            log = []
+            loadable.invalidate()  // during the extra sync: one more after it
+            loadable.setDidFailToSync(TestError())
+            #expect(log == ["syncing 1 stale failures 1", "doSync"])
+        }
     }
 
     @Test("an invalidation during a sync marks the contents stale at once, without a notification")
@@ -241,20 +244,23 @@ struct InvalidationTests {
     func invalidateFromSyncingObserver() {
         let loadable = Manual()
         var invalidated = false
-        let observation = loadable.addObserver { loadable in
-            guard loadable.loadableState == .syncing, !invalidated else { return }
-            invalidated = true
-            (loadable as? Manual)?.invalidate()
+        observing(
+            loadable,
+            { (loadable: any PureLoadable) in
+                guard loadable.loadableState == .syncing, !invalidated else { return }
+                invalidated = true
+                (loadable as? Manual)?.invalidate()
+            }
+        ) {
+            loadable.sync()
+            #expect(loadable.doSyncCount == 1)
+            loadable.setDidSyncSuccessfully(1)
+            #expect(loadable.doSyncCount == 2)
+            #expect(loadable.loadableState == .syncing)
+            loadable.setDidSyncSuccessfully(2)
+            #expect(loadable.doSyncCount == 2)
+            #expect(loadable.loadableState == .didSyncSuccessfully)
         }
-        loadable.sync()
-        #expect(loadable.doSyncCount == 1)
-        loadable.setDidSyncSuccessfully(1)
-        #expect(loadable.doSyncCount == 2)
-        #expect(loadable.loadableState == .syncing)
-        loadable.setDidSyncSuccessfully(2)
-        #expect(loadable.doSyncCount == 2)
-        #expect(loadable.loadableState == .didSyncSuccessfully)
-        withExtendedLifetime(observation) {}
     }
 
     @Test("invalidate() from inside doSync() gives one more sync")

@@ -1,5 +1,6 @@
 import Loadable
 import LoadableGroup
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -56,15 +57,19 @@ struct NestingTests {
         let a = PushLoadable<Int>()
         let b = PushLoadable<Int>()
         var log: [String] = []
-        let ta = a.observe { _ in
-            log.append("a begins")
-            b.setDidSyncSuccessfully(1)
-            log.append("a ends")
+        observing(
+            a,
+            { _ in
+                log.append("a begins")
+                b.setDidSyncSuccessfully(1)
+                log.append("a ends")
+            }
+        ) {
+            observing(b, { _ in log.append("b") }) {
+                a.setDidSyncSuccessfully(1)
+                #expect(log == ["a begins", "b", "a ends"])
+            }
         }
-        let tb = b.observe { _ in log.append("b") }
-        a.setDidSyncSuccessfully(1)
-        #expect(log == ["a begins", "b", "a ends"])
-        withExtendedLifetime((ta, tb)) {}
     }
 
     @Test(

@@ -26,19 +26,19 @@ struct UntrackedBookkeepingTests {
     func everyKind(kind: LoadableKind) async {
         let subject = kind.make()
         let loadable = subject.loadable
-        let token = loadable.addObserver { _ in }
-        for state in [
-            LoadableState.syncing, .didSyncSuccessfully, .syncing, .didFailToSync, .idle, .didSyncSuccessfully,
-        ] {
-            subject.set(state)
+        await observing(loadable, { _ in }) {
+            for state in [
+                LoadableState.syncing, .didSyncSuccessfully, .syncing, .didFailToSync, .idle, .didSyncSuccessfully,
+            ] {
+                subject.set(state)
+            }
+            if let syncable = loadable as? any SyncableLoadable {
+                drive(syncable)
+            }
+            _ = String(describing: loadable)
+            await consumeStreams(of: loadable)
+            expectNoRegistrar(subject.involved)
         }
-        if let syncable = loadable as? any SyncableLoadable {
-            drive(syncable)
-        }
-        _ = String(describing: loadable)
-        await consumeStreams(of: loadable)
-        expectNoRegistrar(subject.involved)
-        token.cancel()
     }
 
     @Test("an AutosyncLoadable with observers: first observer, ticks, pauses and catch-ups, failures")
@@ -72,20 +72,20 @@ struct UntrackedBookkeepingTests {
             if cursor != nil, nextPages.fail { throw TestError("page") }
             return .init(items: [cursor ?? 0], nextCursor: (cursor ?? 0) + 1)
         }
-        let token = list.observe { _ in }
-        list.syncIfNeeded()
-        await settle { list.core.state != .syncing }
-        list.loadNextPage()
-        await settle { list.core.readUntracked { list.nextPageState } != .syncing }
-        nextPages.fail = true
-        list.loadNextPage()
-        await settle { list.core.readUntracked { list.nextPageState } != .syncing }
-        list.invalidate()
-        list.syncIfNeeded()
-        list.cancelSync()
-        list.sync()
-        await settle { list.core.state != .syncing }
-        token.cancel()
+        await observing(list, { _ in }) {
+            list.syncIfNeeded()
+            await settle { list.core.state != .syncing }
+            list.loadNextPage()
+            await settle { list.core.readUntracked { list.nextPageState } != .syncing }
+            nextPages.fail = true
+            list.loadNextPage()
+            await settle { list.core.readUntracked { list.nextPageState } != .syncing }
+            list.invalidate()
+            list.syncIfNeeded()
+            list.cancelSync()
+            list.sync()
+            await settle { list.core.state != .syncing }
+        }
         expectNoRegistrar([list])
     }
 
@@ -94,22 +94,22 @@ struct UntrackedBookkeepingTests {
         let first = AnsweringLoadable()
         let second = AnsweringLoadable()
         let chain = LoadableChain([.init(first), .init(second)])
-        let token = chain.observe { _ in }
-        chain.syncIfNeeded()
-        first.answer(.success(1))
-        second.answer(.success(2))
-        let lease = chain.lease()
-        chain.invalidate()  // in use: runs again in order
-        first.answer(.success(3))
-        second.answer(.failure(TestError("second")))
-        chain.sync()
-        chain.cancelSync()
-        chain.items = [.init(second)]
-        chain.sync()
-        chain.items = [.init(first)]
-        first.answer(.success(4))
-        lease.release()
-        token.cancel()
+        observing(chain, { _ in }) {
+            chain.syncIfNeeded()
+            first.answer(.success(1))
+            second.answer(.success(2))
+            let lease = chain.lease()
+            chain.invalidate()  // in use: runs again in order
+            first.answer(.success(3))
+            second.answer(.failure(TestError("second")))
+            chain.sync()
+            chain.cancelSync()
+            chain.items = [.init(second)]
+            chain.sync()
+            chain.items = [.init(first)]
+            first.answer(.success(4))
+            lease.release()
+        }
         expectNoRegistrar([chain, first, second])
     }
 
@@ -170,22 +170,22 @@ struct UntrackedBookkeepingTests {
             return loadable
         }
         let proxy = KeyedLoadableProxy(store: store, key: 1, placeholder: .previousContents)
-        let token = proxy.observe { _ in }
-        proxy.syncIfNeeded()
-        made[0].answer(.success(1))
-        proxy.key = 2  // the placeholder: key 1's contents
-        proxy.syncIfNeeded()
-        made[1].answer(.failure(TestError("two")))
-        store.setContents(5, for: 3)
-        store.invalidate { $0 == 2 }
-        made[1].answer(.success(2))
-        proxy.key = 1
-        proxy.syncIfNeeded()
-        store.remove(1)
-        await clock.advance(by: .seconds(10))  // key 2 expires
-        proxy.key = nil
-        store.removeAll()
-        token.cancel()
+        await observing(proxy, { _ in }) {
+            proxy.syncIfNeeded()
+            made[0].answer(.success(1))
+            proxy.key = 2  // the placeholder: key 1's contents
+            proxy.syncIfNeeded()
+            made[1].answer(.failure(TestError("two")))
+            store.setContents(5, for: 3)
+            store.invalidate { $0 == 2 }
+            made[1].answer(.success(2))
+            proxy.key = 1
+            proxy.syncIfNeeded()
+            store.remove(1)
+            await clock.advance(by: .seconds(10))  // key 2 expires
+            proxy.key = nil
+            store.removeAll()
+        }
         expectNoRegistrar(made + [proxy])
     }
 
@@ -195,14 +195,14 @@ struct UntrackedBookkeepingTests {
             if input < 0 { throw TestError("negative") }
             return input * 2
         }
-        let token = action.observe { _ in }
-        _ = try? await action.run(1)
-        _ = try? await action.run(-1)
-        let task = action.send(2)
-        task.cancel()
-        _ = try? await task.value
-        action.reset()
-        token.cancel()
+        await observing(action, { _ in }) {
+            _ = try? await action.run(1)
+            _ = try? await action.run(-1)
+            let task = action.send(2)
+            task.cancel()
+            _ = try? await task.value
+            action.reset()
+        }
         expectNoRegistrar([action])
     }
 

@@ -294,21 +294,24 @@ struct LoadableChainTests {
         let b = TestLoadable<Int>()
         let chain = LoadableChain([.init(a), .init(b)])
         var restarted = false
-        let token = a.observe { a in
-            guard a.loadableState == .syncing, !restarted else { return }
-            restarted = true
-            chain.cancelSync()
+        observing(
+            a,
+            { a in
+                guard a.loadableState == .syncing, !restarted else { return }
+                restarted = true
+                chain.cancelSync()
+                chain.sync()
+            }
+        ) {
             chain.sync()
+            #expect(restarted)
+            #expect(chain.loadableState == .syncing)
+            #expect(chain.currentIndex == 0)
+            a.setDidSyncSuccessfully(1)
+            #expect(b.loadableState == .syncing)
+            b.setDidSyncSuccessfully(2)
+            #expect(chain.loadableState == .didSyncSuccessfully)
         }
-        chain.sync()
-        #expect(restarted)
-        #expect(chain.loadableState == .syncing)
-        #expect(chain.currentIndex == 0)
-        a.setDidSyncSuccessfully(1)
-        #expect(b.loadableState == .syncing)
-        b.setDidSyncSuccessfully(2)
-        #expect(chain.loadableState == .didSyncSuccessfully)
-        withExtendedLifetime(token) {}
     }
 
     @Test("A chain that is one of its own items does not crash; it waits for itself")

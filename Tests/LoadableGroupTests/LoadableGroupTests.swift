@@ -289,11 +289,11 @@ struct LoadableGroupTests {
         }
         let a = TestLoadable<Int>()
         let group = LoggingGroup([a])
-        let token = group.observe { group in group.log.append("observer: \(group.loadableState)") }
-        a.setSyncing()
-        a.setSyncing()  // no change: neither runs
-        #expect(group.log == ["hook: syncing", "observer: syncing"])
-        withExtendedLifetime(token) {}
+        observing(group, { group in group.log.append("observer: \(group.loadableState)") }) {
+            a.setSyncing()
+            a.setSyncing()  // no change: neither runs
+            #expect(group.log == ["hook: syncing", "observer: syncing"])
+        }
     }
 
     @Test("An observer that changes the notifying member sees the group change at once, then a queued round")
@@ -348,18 +348,21 @@ struct LoadableGroupTests {
         let a = TestLoadable<Int>()
         let b = TestLoadable<Int>()
         let group = LoadableGroup([a])
-        let token = group.observe { group in
-            if group.members.first === a { group.members = [b] }
+        observing(
+            group,
+            { group in
+                if group.members.first === a { group.members = [b] }
+            }
+        ) {
+            a.setSyncing()
+            #expect(group.members.count == 1 && group.members[0] === b)
+            #expect(group.loadableState == .idle)
+            #expect(!a.hasObservers)
+            a.setDidFailToSync(nil)
+            #expect(group.loadableState == .idle)
+            b.setDidSyncSuccessfully(2)
+            #expect(group.loadableState == .didSyncSuccessfully)
         }
-        a.setSyncing()
-        #expect(group.members.count == 1 && group.members[0] === b)
-        #expect(group.loadableState == .idle)
-        #expect(!a.hasObservers)
-        a.setDidFailToSync(nil)
-        #expect(group.loadableState == .idle)
-        b.setDidSyncSuccessfully(2)
-        #expect(group.loadableState == .didSyncSuccessfully)
-        withExtendedLifetime(token) {}
     }
 
     @Test("A member that notifies while it is being subscribed to is counted with its latest state")
@@ -512,26 +515,26 @@ struct LoadableGroupTests {
     func memberNotificationIsConstantTime() {
         let members = (0..<100).map { _ in TestLoadable<Int>() }
         let group = LoadableGroup(members, policy: .strict)
-        let token = group.observe { group in _ = (group.loadableState, group.isContentsAvailable) }
-        let changes: [(TestLoadable<Int>) -> Void] = [
-            { $0.setSyncing() }, { $0.setDidSyncSuccessfully(1) }, { $0.setDidFailToSync(nil) },
-            { $0.notifyDidChange() }, { $0.setIdle() },
-        ]
-        var random = SeededRandomNumberGenerator(seed: 7)
-        for step in 0..<50 {
-            members.forEach { $0.resetReadCounts() }
-            let changed = members[Int.random(in: 0..<members.count, using: &random)]
-            changes[step % changes.count](changed)
-            for member in members where member !== changed {
-                #expect(member.loadableStateReadCount == 0)
-                #expect(member.isContentsAvailableReadCount == 0)
-                #expect(member.errorReadCount == 0)
+        observing(group, { group in _ = (group.loadableState, group.isContentsAvailable) }) {
+            let changes: [(TestLoadable<Int>) -> Void] = [
+                { $0.setSyncing() }, { $0.setDidSyncSuccessfully(1) }, { $0.setDidFailToSync(nil) },
+                { $0.notifyDidChange() }, { $0.setIdle() },
+            ]
+            var random = SeededRandomNumberGenerator(seed: 7)
+            for step in 0..<50 {
+                members.forEach { $0.resetReadCounts() }
+                let changed = members[Int.random(in: 0..<members.count, using: &random)]
+                changes[step % changes.count](changed)
+                for member in members where member !== changed {
+                    #expect(member.loadableStateReadCount == 0)
+                    #expect(member.isContentsAvailableReadCount == 0)
+                    #expect(member.errorReadCount == 0)
+                }
+                #expect(changed.loadableStateReadCount == 1)
+                #expect(changed.isContentsAvailableReadCount == 1)
+                #expect(changed.errorReadCount == 0)
             }
-            #expect(changed.loadableStateReadCount == 1)
-            #expect(changed.isContentsAvailableReadCount == 1)
-            #expect(changed.errorReadCount == 0)
         }
-        withExtendedLifetime(token) {}
     }
 
     @Test("A group of 100,000 members that all sync reads each member a constant number of times")

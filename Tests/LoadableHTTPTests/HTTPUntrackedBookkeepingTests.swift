@@ -31,22 +31,22 @@ struct HTTPUntrackedBookkeepingTests {
     @Test("syncs answered 200, 304 and 500, an invalidation and a cancel create no registrar")
     func syncs() async {
         let feed = HTTPLoadable<Feed>(request: URLRequest(url: feedURL), transport: transport)
-        let token = feed.observe { _ in }
-        feed.syncIfNeeded()
-        await answer(feed, 0, status: 200, headers: ["ETag": "\"a\""], body: #"{"items":[1]}"#)
-        feed.sync()  // conditional: it has contents and a validator
-        await answer(feed, 1, status: 304, body: "")
-        feed.invalidate()
-        feed.sync()
-        await answer(feed, 2, status: 500, body: "down")
-        feed.sync()
-        await transport.waitForRequests(4)
-        feed.cancelSync()
-        transport.answer(3, status: 200, body: #"{"items":[2]}"#)  // late: dropped
-        await settle { transport.openCount == 0 }
-        #expect(transport.requests[1].value(forHTTPHeaderField: "If-None-Match") == "\"a\"")
-        #expect(!feed.core.hasObservationRegistrar)
-        token.cancel()
+        await observing(feed, { _ in }) {
+            feed.syncIfNeeded()
+            await answer(feed, 0, status: 200, headers: ["ETag": "\"a\""], body: #"{"items":[1]}"#)
+            feed.sync()  // conditional: it has contents and a validator
+            await answer(feed, 1, status: 304, body: "")
+            feed.invalidate()
+            feed.sync()
+            await answer(feed, 2, status: 500, body: "down")
+            feed.sync()
+            await transport.waitForRequests(4)
+            feed.cancelSync()
+            transport.answer(3, status: 200, body: #"{"items":[2]}"#)  // late: dropped
+            await settle { transport.openCount == 0 }
+            #expect(transport.requests[1].value(forHTTPHeaderField: "If-None-Match") == "\"a\"")
+            #expect(!feed.core.hasObservationRegistrar)
+        }
     }
 
     @Test("a request that waits for a token, is refused with 401 and retried with a renewed one creates no registrar")

@@ -690,15 +690,18 @@ struct HTTPLikeError: RetryAfterProviding, CustomStringConvertible {
         other.sync()
         other.setDidFailToSync(TestError())
         activity.connectivity = .offline
-        let observation = token.addObserver { token in
-            if token.loadableState == .syncing { syncer = nil }
+        observing(
+            token,
+            { token in
+                if token.loadableState == .syncing { syncer = nil }
+            }
+        ) {
+            activity.connectivity = .online
+            #expect(weakSyncer == nil)
+            #expect(token.syncCount == 2)
+            #expect(other.syncCount == 2)
+            #expect(!second.isWaitingForNetwork)
         }
-        activity.connectivity = .online
-        #expect(weakSyncer == nil)
-        #expect(token.syncCount == 2)
-        #expect(other.syncCount == 2)
-        #expect(!second.isWaitingForNetwork)
-        withExtendedLifetime(observation) {}
     }
 
     @Test("A syncer released on another thread is forgotten by the monitor")
@@ -742,18 +745,21 @@ struct HTTPLikeError: RetryAfterProviding, CustomStringConvertible {
         other.setDidFailToSync(TestError())
         activity.connectivity = .offline
         // The first syncer's catch-up sync makes the app go offline again before the second hears.
-        let observation = token.addObserver { [activity] token in
-            if token.loadableState == .syncing { activity.connectivity = .offline }
+        observing(
+            token,
+            { [activity] token in
+                if token.loadableState == .syncing { activity.connectivity = .offline }
+            }
+        ) {
+            activity.connectivity = .online
+            #expect(token.syncCount == 2)
+            #expect(activity.connectivity == .offline)
+            // The second syncer heard "online" after the first had already put it back: it stays
+            // paused, and waits for the network.
+            #expect(other.syncCount == 1)
+            #expect(second.isWaitingForNetwork)
+            #expect(!first.isWaitingForNetwork)  // syncing
         }
-        activity.connectivity = .online
-        #expect(token.syncCount == 2)
-        #expect(activity.connectivity == .offline)
-        // The second syncer heard "online" after the first had already put it back: it stays
-        // paused, and waits for the network.
-        #expect(other.syncCount == 1)
-        #expect(second.isWaitingForNetwork)
-        #expect(!first.isWaitingForNetwork)  // syncing
-        withExtendedLifetime(observation) {}
     }
 
     // MARK: - Bad configuration

@@ -21,30 +21,30 @@ final class CountingAutosync: AutosyncLoadable<Int> {
     func refreshesWhileObserved() async {
         let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock)
         #expect(!loadable.isAutosyncing)
-        let observation = loadable.observe { _ in }
-        #expect(loadable.isAutosyncing)
-        #expect(loadable.syncs == 1)
-        loadable.setDidSyncSuccessfully(1)
-        for expected in 2...4 {
-            await clock.waitForSleepers()
-            await clock.advance(by: .seconds(60))
-            #expect(loadable.syncs == expected)
-            loadable.setDidSyncSuccessfully(expected)
+        await observing(loadable, { _ in }) {
+            #expect(loadable.isAutosyncing)
+            #expect(loadable.syncs == 1)
+            loadable.setDidSyncSuccessfully(1)
+            for expected in 2...4 {
+                await clock.waitForSleepers()
+                await clock.advance(by: .seconds(60))
+                #expect(loadable.syncs == expected)
+                loadable.setDidSyncSuccessfully(expected)
+            }
+            await clock.waitForSleepers()  // the next tick is armed
+            #expect(clock.requestedSleeps == Array(repeating: .seconds(60), count: 4))
         }
-        await clock.waitForSleepers()  // the next tick is armed
-        #expect(clock.requestedSleeps == Array(repeating: .seconds(60), count: 4))
-        observation.cancel()
     }
 
     @Test("A tick while a sync is running is skipped")
     func skipsWhileSyncing() async {
         let loadable = CountingAutosync(autosyncInterval: .seconds(10), clock: clock)
-        let observation = loadable.observe { _ in }
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10))
-        #expect(loadable.syncs == 1)
-        #expect(loadable.loadableState == .syncing)
-        observation.cancel()
+        await observing(loadable, { _ in }) {
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10))
+            #expect(loadable.syncs == 1)
+            #expect(loadable.loadableState == .syncing)
+        }
     }
 
     @Test("The timer stops when the last observer leaves and resumes with the next one")
@@ -62,12 +62,12 @@ final class CountingAutosync: AutosyncLoadable<Int> {
         await clock.advance(by: .seconds(100))
         #expect(loadable.syncs == 1)
 
-        let third = loadable.observe { _ in }
-        #expect(loadable.syncs == 1)  // synced already: nothing needed
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10))
-        #expect(loadable.syncs == 2)
-        third.cancel()
+        await observing(loadable, { _ in }) {
+            #expect(loadable.syncs == 1)  // synced already: nothing needed
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10))
+            #expect(loadable.syncs == 2)
+        }
     }
 
     @Test("Releasing an observed autosync loadable stops its timer")
@@ -98,41 +98,41 @@ final class CountingAutosync: AutosyncLoadable<Int> {
     func pausesWhileInactive() async {
         let activity = ActivityMonitor()
         let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock, activity: activity)
-        let observation = loadable.observe { _ in }
-        loadable.setDidSyncSuccessfully(1)
-        await clock.waitForSleepers()
-        activity.isActive = false
-        #expect(clock.pendingSleepCount == 0)
-        #expect(loadable.isAutosyncing)
-        await clock.advance(by: .seconds(100))
-        #expect(loadable.syncs == 1)
-        activity.isActive = true
-        #expect(loadable.syncs == 2)
-        loadable.setDidSyncSuccessfully(2)
-        await clock.waitForSleepers()
-        #expect(clock.requestedSleeps == [.seconds(60), .seconds(60)])
-        await clock.advance(by: .seconds(60))
-        #expect(loadable.syncs == 3)
-        observation.cancel()
+        await observing(loadable, { _ in }) {
+            loadable.setDidSyncSuccessfully(1)
+            await clock.waitForSleepers()
+            activity.isActive = false
+            #expect(clock.pendingSleepCount == 0)
+            #expect(loadable.isAutosyncing)
+            await clock.advance(by: .seconds(100))
+            #expect(loadable.syncs == 1)
+            activity.isActive = true
+            #expect(loadable.syncs == 2)
+            loadable.setDidSyncSuccessfully(2)
+            await clock.waitForSleepers()
+            #expect(clock.requestedSleeps == [.seconds(60), .seconds(60)])
+            await clock.advance(by: .seconds(60))
+            #expect(loadable.syncs == 3)
+        }
     }
 
     @Test("A pause shorter than the interval keeps the cadence and syncs only what needs it")
     func shortPauseKeepsCadence() async {
         let activity = ActivityMonitor()
         let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock, activity: activity)
-        let observation = loadable.observe { _ in }
-        loadable.setDidSyncSuccessfully(1)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(20))
-        activity.connectivity = .offline
-        await clock.advance(by: .seconds(10))
-        activity.connectivity = .online
-        #expect(loadable.syncs == 1)  // fresh: nothing to catch up
-        await clock.waitForSleepers()
-        #expect(clock.requestedSleeps == [.seconds(60), .seconds(30)])
-        await clock.advance(by: .seconds(30))
-        #expect(loadable.syncs == 2)
-        observation.cancel()
+        await observing(loadable, { _ in }) {
+            loadable.setDidSyncSuccessfully(1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(20))
+            activity.connectivity = .offline
+            await clock.advance(by: .seconds(10))
+            activity.connectivity = .online
+            #expect(loadable.syncs == 1)  // fresh: nothing to catch up
+            await clock.waitForSleepers()
+            #expect(clock.requestedSleeps == [.seconds(60), .seconds(30)])
+            await clock.advance(by: .seconds(30))
+            #expect(loadable.syncs == 2)
+        }
     }
 
     @Test("A failure while offline waits for the network and syncs when it is back")
@@ -176,16 +176,16 @@ final class CountingAutosync: AutosyncLoadable<Int> {
     func flappingWhileSyncing() async {
         let activity = ActivityMonitor()
         let loadable = CountingAutosync(autosyncInterval: .seconds(10), clock: clock, activity: activity)
-        let observation = loadable.observe { _ in }
-        await clock.waitForSleepers()
-        activity.isActive = false
-        await clock.advance(by: .seconds(30))
-        for _ in 0..<5 {
-            activity.isActive = true
+        await observing(loadable, { _ in }) {
+            await clock.waitForSleepers()
             activity.isActive = false
+            await clock.advance(by: .seconds(30))
+            for _ in 0..<5 {
+                activity.isActive = true
+                activity.isActive = false
+            }
+            #expect(loadable.syncs == 1)
+            #expect(loadable.loadableState == .syncing)
         }
-        #expect(loadable.syncs == 1)
-        #expect(loadable.loadableState == .syncing)
-        observation.cancel()
     }
 }

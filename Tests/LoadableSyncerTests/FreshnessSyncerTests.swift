@@ -207,9 +207,9 @@ struct FreshnessSyncerTests {
 
         weather.invalidate()
         #expect(weather.doSyncCount == 0)  // nobody uses it
-        let second = weather.observe { _ in }
-        #expect(weather.doSyncCount == 1)
-        withExtendedLifetime(second) {}
+        observing(weather, { _ in }) {
+            #expect(weather.doSyncCount == 1)
+        }
     }
 
     @Test("the first observer of an autosync loadable syncs contents as old as maxAge, on its clock")
@@ -222,8 +222,8 @@ struct FreshnessSyncerTests {
         await clock.advance(by: .seconds(1))
         #expect(weather.isStale)
         #expect(weather.age == .seconds(120))
-        let observation = weather.observe { _ in }
-        #expect(weather.doSyncCount == 1)
-        withExtendedLifetime(observation) {}
+        observing(weather, { _ in }) {
+            #expect(weather.doSyncCount == 1)
+        }
     }
 }

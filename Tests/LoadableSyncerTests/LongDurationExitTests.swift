@@ -107,11 +107,11 @@ struct SyncerLongDurationExitTests {
     @MainActor
     static func observeCenturiesOfAutosync() async {
         let loadable = CountingAutosyncLoadable(autosyncInterval: .seconds(Int64.max), activity: ActivityMonitor())
-        let token = loadable.observe { _ in }
-        await letTimersStartSleeping()
-        #expect(loadable.isAutosyncing)
-        #expect(loadable.syncCount == 1)  // the first observer's sync; no tick
-        token.cancel()
+        await observing(loadable, { _ in }) {
+            await letTimersStartSleeping()
+            #expect(loadable.isAutosyncing)
+            #expect(loadable.syncCount == 1)  // the first observer's sync; no tick
+        }
     }
 }
 

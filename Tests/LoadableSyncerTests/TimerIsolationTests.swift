@@ -1,5 +1,6 @@
 import Loadable
 import LoadableSyncer
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -62,12 +63,12 @@ final class IsolationReportingClock: Clock, CallerIsolatedClock, Sendable {
     @Test("AutosyncLoadable's refresh timer sleeps on the main actor")
     func autosyncTimer() async {
         let loadable = CountingAutosync(autosyncInterval: .seconds(60), clock: clock)
-        let observation = loadable.observe { _ in }
-        loadable.setDidSyncSuccessfully(1)
-        await clock.base.waitForSleepers()
-        #expect(clock.sleeps == ["main actor"])
-        await clock.base.advance(by: .seconds(60))
-        #expect(loadable.syncs == 2)
-        observation.cancel()
+        await observing(loadable, { _ in }) {
+            loadable.setDidSyncSuccessfully(1)
+            await clock.base.waitForSleepers()
+            #expect(clock.sleeps == ["main actor"])
+            await clock.base.advance(by: .seconds(60))
+            #expect(loadable.syncs == 2)
+        }
     }
 }

@@ -2,24 +2,8 @@ public import Testing
 
 /// Removes operations from a failing sequence while it keeps failing, to report a short one.
 ///
-/// The model tests of every test target report the shortest failing sequence they can find with
-/// it, after the seed that produced the failure.
-public func shrink<Operation>(_ operations: [Operation], stillFails: ([Operation]) -> Bool) -> [Operation] {
-    var current = operations
-    var index = 0
-    while index < current.count {
-        var candidate = current
-        candidate.remove(at: index)
-        if stillFails(candidate) {
-            current = candidate
-        } else {
-            index += 1
-        }
-    }
-    return current
-}
-
-/// The same as ``shrink(_:stillFails:)``, for checks that must `await` on the main actor.
+/// ``checkRandomSequences(count:baseSeed:operations:mismatch:sourceLocation:)`` reports the
+/// shortest failing sequence it finds with it, after the seed that produced the failure.
 @MainActor
 public func shrink<Operation>(
     _ operations: [Operation],
@@ -44,31 +28,113 @@ public func shrink<Operation>(
 /// reference model and describes the first difference (`nil` when there is none).
 ///
 /// At the first failing sequence it records an issue with the seed, the failure, the shortest
-/// sequence that still fails (by `shrink(_:stillFails:)`) and that sequence's failure, and stops.
+/// sequence that still fails (by ``shrink(_:stillFails:)``) and that sequence's failure, and stops.
+///
+/// - Returns: Whether every sequence matched (a test that also counts what its sequences reached
+///   checks the counts only then).
 @MainActor
+@discardableResult
 public func checkRandomSequences<Operation>(
     count: Int,
     baseSeed: UInt64,
     operations makeOperations: (UInt64) -> [Operation],
     mismatch: @MainActor ([Operation]) async -> String?,
     sourceLocation: SourceLocation = #_sourceLocation
-) async {
+) async -> Bool {
+    await runRandomSequences(
+        count: count,
+        baseSeed: baseSeed,
+        scenario: { ((), makeOperations($0)) },
+        mismatch: { await mismatch($1) },
+        shrinkSetup: { setup, _ in setup },
+        header: { seed, _ in "seed \(seed)" },
+        describe: { "\($1)" },
+        explain: { "its failure: \(await mismatch($1) ?? "?")" },
+        sourceLocation: sourceLocation)
+}
+
+/// The same as ``checkRandomSequences(count:baseSeed:operations:mismatch:sourceLocation:)``, for
+/// model tests whose seed makes a setup (a configuration, the starting members) as well as a
+/// sequence of operations.
+///
+/// The report names the seed and the setup (`describeSetup`), the shortest failing sequence
+/// (`describe`, of the shrunk setup and operations) and then `explain`'s account of it (by default
+/// "its failure: …", its mismatch).
+///
+/// - Parameters:
+///   - scenario: Makes the setup and the operations of a seed.
+///   - mismatch: Runs operations from a setup; describes the first difference, or returns `nil`.
+///   - shrinkSetup: Shrinks the setup of a failing sequence, once its operations are shrunk, given
+///     a check of whether a setup still fails with them; by default the setup stays as it is.
+///   - describeSetup: The setup, as the report's first line names it after the seed.
+///   - describe: A failing sequence, as the report shows the shortest one.
+///   - explain: The lines after it: what goes wrong in the shortest sequence.
+/// - Returns: Whether every sequence matched.
+@MainActor
+@discardableResult
+public func checkRandomSequences<Setup, Operation>(
+    count: Int,
+    baseSeed: UInt64,
+    scenario: (UInt64) -> (Setup, [Operation]),
+    mismatch: @MainActor (Setup, [Operation]) async -> String?,
+    shrinkSetup: @MainActor (Setup, _ stillFails: @MainActor (Setup) async -> Bool) async -> Setup = { setup, _ in
+        setup
+    },
+    describeSetup: (Setup) -> String = { "\($0)" },
+    describe: (Setup, [Operation]) -> String = { "\($1)" },
+    explain: (@MainActor (Setup, [Operation]) async -> String)? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> Bool {
+    await runRandomSequences(
+        count: count,
+        baseSeed: baseSeed,
+        scenario: scenario,
+        mismatch: mismatch,
+        shrinkSetup: shrinkSetup,
+        header: { seed, setup in "seed \(seed), \(describeSetup(setup))" },
+        describe: describe,
+        explain: { setup, operations in
+            if let explain { return await explain(setup, operations) }
+            return "its failure: \(await mismatch(setup, operations) ?? "?")"
+        },
+        sourceLocation: sourceLocation)
+}
+
+/// The loop both `checkRandomSequences` share: seed, generate, run, shrink, report.
+@MainActor
+private func runRandomSequences<Setup, Operation>(
+    count: Int,
+    baseSeed: UInt64,
+    scenario makeScenario: (UInt64) -> (Setup, [Operation]),
+    mismatch: @MainActor (Setup, [Operation]) async -> String?,
+    shrinkSetup: @MainActor (Setup, _ stillFails: @MainActor (Setup) async -> Bool) async -> Setup,
+    header: (UInt64, Setup) -> String,
+    describe: (Setup, [Operation]) -> String,
+    explain: @MainActor (Setup, [Operation]) async -> String,
+    sourceLocation: SourceLocation
+) async -> Bool {
     for sequence in 0..<count {
         let seed = baseSeed &+ UInt64(sequence)
-        let operations = makeOperations(seed)
-        let failure = await mismatch(operations)
+        let (setup, operations) = makeScenario(seed)
+        let failure = await mismatch(setup, operations)
         // The main actor is shared with every other test: a sequence that never suspends would
         // keep it for the whole loop, and starve tests waiting on it with real timeouts.
         await Task.yield()
         guard let failure else { continue }
-        let shortest = await shrink(operations) { await mismatch($0) != nil }
+        let shortest = await shrink(operations) { await mismatch(setup, $0) != nil }
+        // The check only runs during the call; Swift cannot tell that a non-escaping closure handed
+        // to another non-escaping one does not run again after it.
+        let shortestSetup = await withoutActuallyEscaping(mismatch) { mismatch in
+            await shrinkSetup(setup) { await mismatch($0, shortest) != nil }
+        }
         Issue.record(
             """
-            seed \(seed): \(failure)
-            shortest failing sequence: \(shortest)
-            its failure: \(await mismatch(shortest) ?? "?")
+            \(header(seed, setup)): \(failure)
+            shortest failing sequence: \(describe(shortestSetup, shortest))
+            \(await explain(shortestSetup, shortest))
             """,
             sourceLocation: sourceLocation)
-        return
+        return false
     }
+    return true
 }

@@ -288,20 +288,20 @@ struct FreshnessTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.maxAge = .seconds(10)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(1)
-        #expect(notes.count == 2)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10) - .nanoseconds(1))
-        #expect(notes.count == 2)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(notes.count == 3)
-        #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 1, stale: true))
-        await clock.advance(by: .seconds(1000))
-        #expect(notes.count == 3)
-        #expect(clock.pendingSleepCount == 0)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(1)
+            #expect(notes.count == 2)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10) - .nanoseconds(1))
+            #expect(notes.count == 2)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(notes.count == 3)
+            #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 1, stale: true))
+            await clock.advance(by: .seconds(1000))
+            #expect(notes.count == 3)
+            #expect(clock.pendingSleepCount == 0)
+        }
     }
 
     @Test("the stale-by-age notification is re-armed by each new confirmation")
@@ -309,31 +309,31 @@ struct FreshnessTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.maxAge = .seconds(10)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(1)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10))
-        #expect(notes.count == 3)
+        await observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10))
+            #expect(notes.count == 3)
 
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(2)
-        #expect(notes.count == 5)
-        #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 2, stale: false))
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10) - .nanoseconds(1))
-        #expect(notes.count == 5)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(notes.count == 6)
-        #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 2, stale: true))
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(2)
+            #expect(notes.count == 5)
+            #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 2, stale: false))
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10) - .nanoseconds(1))
+            #expect(notes.count == 5)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(notes.count == 6)
+            #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 2, stale: true))
 
-        loadable.setContents(3)  // a write confirms too
-        #expect(notes.count == 7)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10))
-        #expect(notes.count == 8)
-        #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 3, stale: true))
-        withExtendedLifetime(token) {}
+            loadable.setContents(3)  // a write confirms too
+            #expect(notes.count == 7)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10))
+            #expect(notes.count == 8)
+            #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 3, stale: true))
+        }
     }
 
     @Test("a confirmation before maxAge pushes the stale notification back")
@@ -341,21 +341,21 @@ struct FreshnessTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.maxAge = .seconds(10)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(1)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(6))
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(2)  // confirmed at 6 s: stale at 16 s
-        #expect(notes.count == 4)
-        await clock.advance(by: .seconds(10) - .nanoseconds(1))
-        #expect(notes.count == 4)
-        #expect(!loadable.isStale)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(notes.count == 5)
-        #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 2, stale: true))
-        withExtendedLifetime(token) {}
+        await observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(6))
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(2)  // confirmed at 6 s: stale at 16 s
+            #expect(notes.count == 4)
+            await clock.advance(by: .seconds(10) - .nanoseconds(1))
+            #expect(notes.count == 4)
+            #expect(!loadable.isStale)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(notes.count == 5)
+            #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 2, stale: true))
+        }
     }
 
     @Test("without observers no timer runs and nothing is reported when the contents turn stale by age")
@@ -381,15 +381,15 @@ struct FreshnessTests {
         loadable.setDidSyncSuccessfully(1)
         await clock.advance(by: .seconds(3))
         var count = 0
-        let token = loadable.observe { _ in count += 1 }
-        await clock.waitForSleepers()
-        #expect(clock.requestedSleeps == [.seconds(7)])
-        await clock.advance(by: .seconds(7) - .nanoseconds(1))
-        #expect(count == 0)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(count == 1)
-        #expect(loadable.isStale)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { _ in count += 1 }) {
+            await clock.waitForSleepers()
+            #expect(clock.requestedSleeps == [.seconds(7)])
+            await clock.advance(by: .seconds(7) - .nanoseconds(1))
+            #expect(count == 0)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(count == 1)
+            #expect(loadable.isStale)
+        }
     }
 
     @Test("once the last observer left, reaching maxAge reports nothing")
@@ -413,17 +413,17 @@ struct FreshnessTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.maxAge = .seconds(10)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(1)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(4))
-        loadable.invalidate()
-        #expect(notes.count == 3)
-        #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 1, stale: true))
-        await clock.advance(by: .seconds(60))
-        #expect(notes.count == 3)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(4))
+            loadable.invalidate()
+            #expect(notes.count == 3)
+            #expect(notes.last == FreshnessNote(.didSyncSuccessfully, 1, stale: true))
+            await clock.advance(by: .seconds(60))
+            #expect(notes.count == 3)
+        }
     }
 
     @Test("setting maxAge is not a notification")
@@ -432,11 +432,11 @@ struct FreshnessTests {
         loadable.sync()
         loadable.setDidSyncSuccessfully(1)
         var count = 0
-        let token = loadable.observe { _ in count += 1 }
-        loadable.maxAge = .seconds(5)
-        loadable.maxAge = nil
-        #expect(count == 0)
-        withExtendedLifetime(token) {}
+        observing(loadable, { _ in count += 1 }) {
+            loadable.maxAge = .seconds(5)
+            loadable.maxAge = nil
+            #expect(count == 0)
+        }
     }
 
     // MARK: - Observation
@@ -462,16 +462,16 @@ struct FreshnessTests {
     func observationIsStaleByAge() async {
         let loadable = ManualLoadable(clock: clock)
         loadable.maxAge = .seconds(10)
-        let token = loadable.observe { _ in }
-        loadable.sync()
-        loadable.setDidSyncSuccessfully(1)
-        let counter = trackChanges { _ = loadable.isStale }
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(10) - .nanoseconds(1))
-        #expect(counter.count == 0)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(counter.count == 1)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { _ in }) {
+            loadable.sync()
+            loadable.setDidSyncSuccessfully(1)
+            let counter = trackChanges { _ = loadable.isStale }
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(10) - .nanoseconds(1))
+            #expect(counter.count == 0)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(counter.count == 1)
+        }
     }
 
     @Test("age is tracked: setContents and updateContents report a change")
@@ -516,38 +516,38 @@ struct FreshnessTests {
     func setContentsNotifiesOnce() {
         let loadable = ManualLoadable(clock: clock)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.setContents(4)
-        #expect(notes == [FreshnessNote(.idle, 4, stale: false)])
-        #expect(loadable.isContentsAvailable)
+        observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.setContents(4)
+            #expect(notes == [FreshnessNote(.idle, 4, stale: false)])
+            #expect(loadable.isContentsAvailable)
 
-        loadable.sync()
-        loadable.setDidFailToSync(TestError("offline"))
-        notes = []
-        loadable.setContents(5)
-        #expect(notes == [FreshnessNote(.didFailToSync, 5, stale: false)])
-        #expect(loadable.error as? TestError == TestError("offline"))
-        withExtendedLifetime(token) {}
+            loadable.sync()
+            loadable.setDidFailToSync(TestError("offline"))
+            notes = []
+            loadable.setContents(5)
+            #expect(notes == [FreshnessNote(.didFailToSync, 5, stale: false)])
+            #expect(loadable.error as? TestError == TestError("offline"))
+        }
     }
 
     @Test("setContents during a sync keeps it running, and its result lands later")
     func setContentsDuringSync() {
         let loadable = ManualLoadable(contents: 1, clock: clock)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.sync()
-        loadable.setContents(2)
-        #expect(loadable.loadableState == .syncing)
-        #expect(loadable.doSyncCount == 1)
-        #expect(loadable.doCancelSyncCount == 0)
-        loadable.setDidSyncSuccessfully(3)
-        #expect(
-            notes == [
-                FreshnessNote(.syncing, 1, stale: false),
-                FreshnessNote(.syncing, 2, stale: false),
-                FreshnessNote(.didSyncSuccessfully, 3, stale: false),
-            ])
-        withExtendedLifetime(token) {}
+        observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.sync()
+            loadable.setContents(2)
+            #expect(loadable.loadableState == .syncing)
+            #expect(loadable.doSyncCount == 1)
+            #expect(loadable.doCancelSyncCount == 0)
+            loadable.setDidSyncSuccessfully(3)
+            #expect(
+                notes == [
+                    FreshnessNote(.syncing, 1, stale: false),
+                    FreshnessNote(.syncing, 2, stale: false),
+                    FreshnessNote(.didSyncSuccessfully, 3, stale: false),
+                ])
+        }
     }
 
     @Test("updateContents during an AsyncLoadable sync keeps it running, and the load's result lands")
@@ -568,25 +568,25 @@ struct FreshnessTests {
     func updateContentsNotifiesOnce() {
         let loadable = ManualLoadable(contents: 1, clock: clock)
         var notes: [FreshnessNote] = []
-        let token = loadable.observe { notes.append(FreshnessNote($0)) }
-        loadable.updateContents { $0 *= 7 }
-        #expect(notes == [FreshnessNote(.idle, 7, stale: false)])
-        withExtendedLifetime(token) {}
+        observing(loadable, { notes.append(FreshnessNote($0)) }) {
+            loadable.updateContents { $0 *= 7 }
+            #expect(notes == [FreshnessNote(.idle, 7, stale: false)])
+        }
     }
 
     @Test("updateContents without contents does nothing: no call of the body, no notification, no age")
     func updateContentsWithoutContents() {
         let loadable = ManualLoadable(clock: clock)
         var count = 0
-        let token = loadable.observe { _ in count += 1 }
-        var bodyCalls = 0
-        loadable.updateContents { _ in bodyCalls += 1 }
-        #expect(bodyCalls == 0)
-        #expect(count == 0)
-        #expect(loadable.contents == nil)
-        #expect(loadable.age == nil)
-        #expect(loadable.isStale)
-        withExtendedLifetime(token) {}
+        observing(loadable, { _ in count += 1 }) {
+            var bodyCalls = 0
+            loadable.updateContents { _ in bodyCalls += 1 }
+            #expect(bodyCalls == 0)
+            #expect(count == 0)
+            #expect(loadable.contents == nil)
+            #expect(loadable.age == nil)
+            #expect(loadable.isStale)
+        }
     }
 
     @Test("inside the updateContents body, contents read as nil")

@@ -115,17 +115,17 @@ struct LoadableActionTests {
         await complete(action, 2, with: .failure(TestError()), works: works)
         let recorder = Recorder(action)
         var seen: [(LoadableState, Bool, Int?)] = []
-        let token = action.observe { seen.append(($0.loadableState, $0.error == nil, $0.contents)) }
-        let task = action.send(3)
-        #expect(recorder.states == [.syncing])
-        #expect(seen.count == 1)
-        #expect(seen.first?.0 == .syncing)
-        #expect(seen.first?.1 == true)
-        #expect(seen.first?.2 == 10)
-        #expect(action.isRunning)
-        task.cancel()
-        _ = await ended(task)
-        withExtendedLifetime(token) {}
+        await observing(action, { seen.append(($0.loadableState, $0.error == nil, $0.contents)) }) {
+            let task = action.send(3)
+            #expect(recorder.states == [.syncing])
+            #expect(seen.count == 1)
+            #expect(seen.first?.0 == .syncing)
+            #expect(seen.first?.1 == true)
+            #expect(seen.first?.2 == 10)
+            #expect(action.isRunning)
+            task.cancel()
+            _ = await ended(task)
+        }
     }
 
     @Test(
@@ -337,28 +337,28 @@ struct LoadableActionTests {
         let action = makeAction(.enqueue, works: works)
         let recorder = Recorder(action)
         var contentsSeen: [Int?] = []
-        let token = action.observe { contentsSeen.append($0.contents) }
-        let tasks = [action.send(1), action.send(2), action.send(3)]
-        await settleAction()
-        #expect(works.startedIDs == [1])
-        works.succeed(1, with: 10)
-        #expect(try await ended(tasks[0]).get() == 10)
-        await settleAction()
-        #expect(action.loadableState == .syncing)
-        #expect(action.contents == 10)
-        #expect(works.startedIDs == [1, 2])
-        works.fail(2, with: TestError("second"))
-        await #expect(throws: TestError("second")) { try await ended(tasks[1]).get() }
-        await settleAction()
-        #expect(action.loadableState == .syncing)
-        #expect(action.error == nil)
-        #expect(works.startedIDs == [1, 2, 3])
-        works.succeed(3, with: 30)
-        #expect(try await ended(tasks[2]).get() == 30)
-        await settleAction()
-        #expect(recorder.states == [.syncing, .syncing, .didSyncSuccessfully])
-        #expect(contentsSeen == [nil, 10, 30])
-        withExtendedLifetime(token) {}
+        try await observing(action, { contentsSeen.append($0.contents) }) { () async throws in
+            let tasks = [action.send(1), action.send(2), action.send(3)]
+            await settleAction()
+            #expect(works.startedIDs == [1])
+            works.succeed(1, with: 10)
+            #expect(try await ended(tasks[0]).get() == 10)
+            await settleAction()
+            #expect(action.loadableState == .syncing)
+            #expect(action.contents == 10)
+            #expect(works.startedIDs == [1, 2])
+            works.fail(2, with: TestError("second"))
+            await #expect(throws: TestError("second")) { try await ended(tasks[1]).get() }
+            await settleAction()
+            #expect(action.loadableState == .syncing)
+            #expect(action.error == nil)
+            #expect(works.startedIDs == [1, 2, 3])
+            works.succeed(3, with: 30)
+            #expect(try await ended(tasks[2]).get() == 30)
+            await settleAction()
+            #expect(recorder.states == [.syncing, .syncing, .didSyncSuccessfully])
+            #expect(contentsSeen == [nil, 10, 30])
+        }
     }
 
     @Test("with .enqueue, an earlier run cancelled by its caller keeps its output from the contents")
@@ -415,424 +415,4 @@ struct LoadableActionTests {
         #expect(action.error as? TestError == TestError("first"))
     }
 
-    // MARK: - 6. The state shows the latest run
-
-    @Test("a success shows the output; a failure shows the error and keeps the contents; both are recorded")
-    func outcomes() async throws {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        let recorder = Recorder(action)
-        await complete(action, 1, with: .success(10), works: works)
-        #expect(action.loadableState == .didSyncSuccessfully)
-        #expect(action.contents == 10)
-        #expect(action.isContentsAvailable)
-        await complete(action, 2, with: .failure(TestError(code: 1)), works: works)
-        await complete(action, 3, with: .failure(TestError(code: 2)), works: works)
-        #expect(action.loadableState == .didFailToSync)
-        #expect(action.error as? TestError == TestError(code: 2))
-        #expect(action.contents == 10)
-        #expect(action.snapshot.consecutiveFailures == 2)
-        #expect(action.snapshot.lastError as? TestError == TestError(code: 2))
-        let retry = action.send(4)
-        #expect(action.snapshot.lastError as? TestError == TestError(code: 2))
-        #expect(action.error == nil)
-        await yield(until: { works.count == 1 })
-        works.succeed(4, with: 40)
-        _ = try await ended(retry).get()
-        await settleAction()
-        #expect(action.snapshot.consecutiveFailures == 0)
-        #expect(action.snapshot.lastError == nil)
-        #expect(
-            recorder.states == [
-                .syncing, .didSyncSuccessfully, .syncing, .didFailToSync, .syncing, .didFailToSync, .syncing,
-                .didSyncSuccessfully,
-            ])
-    }
-
-    /// The state an action is in before a run that gets cancelled.
-    enum Before: String, CaseIterable, Sendable {
-        case idle, succeeded, failed
-    }
-
-    @Test(
-        "a cancelled latest run puts back the state (and error) from before the runs began, contents kept",
-        arguments: Before.allCases, everyConcurrency)
-    func cancelRestoresState(before: Before, concurrency: Action.Concurrency) async {
-        let works = HeldWorks()
-        let action = makeAction(concurrency, works: works)
-        switch before {
-        case .idle: break
-        case .succeeded: await complete(action, 1, with: .success(10), works: works)
-        case .failed:
-            await complete(action, 1, with: .success(10), works: works)
-            await complete(action, 2, with: .failure(TestError("kept")), works: works)
-        }
-        let state = action.loadableState
-        let contents = action.contents
-        let recorder = Recorder(action)
-        let task = action.send(3)
-        await yield(until: { works.count == 1 })
-        task.cancel()
-        _ = await ended(task)
-        await settleAction()
-        #expect(action.loadableState == state)
-        #expect(action.contents == contents)
-        #expect(action.error as? TestError == (before == .failed ? TestError("kept") : nil))
-        #expect(recorder.states == [.syncing, state])
-    }
-
-    @Test("a work that throws CancellationError without being cancelled counts as cancelled")
-    func workThrowingCancellation() async {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        await complete(action, 1, with: .success(10), works: works)
-        let recorder = Recorder(action)
-        await complete(action, 2, with: .failure(CancellationError()), works: works)
-        #expect(action.loadableState == .didSyncSuccessfully)
-        #expect(action.error == nil)
-        #expect(recorder.states == [.syncing, .didSyncSuccessfully])
-        #expect(action.snapshot.consecutiveFailures == 0)
-    }
-
-    // MARK: - 7. isRunning and canRun
-
-    @Test(
-        "isRunning and canRun follow the runs, the concurrency and isEnabled",
-        arguments: everyConcurrency, [true, false])
-    func runningAndCanRun(concurrency: Action.Concurrency, isEnabled: Bool) async {
-        let works = HeldWorks()
-        let action = makeAction(concurrency, isEnabled: true, works: works)
-        let task = action.send(1)
-        action.isEnabled = isEnabled
-        #expect(action.isRunning)
-        #expect(action.canRun == (isEnabled && concurrency != .dropWhileRunning))
-        await yield(until: { works.count == 1 })
-        works.succeed(1, with: 1)
-        _ = await ended(task)
-        await settleAction()
-        #expect(!action.isRunning)
-        #expect(action.canRun == isEnabled)
-    }
-
-    // MARK: - 8. reset()
-
-    @Test("reset() after a failure goes back to idle, keeps the contents and notifies once")
-    func resetAfterFailure() async {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        await complete(action, 1, with: .success(10), works: works)
-        await complete(action, 2, with: .failure(TestError()), works: works)
-        let recorder = Recorder(action)
-        action.reset()
-        #expect(action.loadableState == .idle)
-        #expect(action.error == nil)
-        #expect(action.contents == 10)
-        #expect(recorder.states == [.idle])
-        action.reset()
-        #expect(recorder.count == 1)
-    }
-
-    @Test("reset() does nothing while a run is running or queued, nor when already idle")
-    func resetWhileRunning() async {
-        let works = HeldWorks()
-        let action = makeAction(.enqueue, works: works)
-        let recorder = Recorder(action)
-        action.reset()
-        #expect(recorder.count == 0)
-        let first = action.send(1)
-        let second = action.send(2)
-        action.reset()
-        #expect(action.loadableState == .syncing)
-        #expect(recorder.count == 1)
-        first.cancel()
-        second.cancel()
-        _ = (await ended(first), await ended(second))
-    }
-
-    // MARK: - 9. isEnabled
-
-    @Test("changing isEnabled notifies once with the state unchanged; the same value does nothing")
-    func enabledNotifies() {
-        let action = makeAction(works: HeldWorks())
-        let recorder = Recorder(action)
-        action.isEnabled = true
-        #expect(recorder.count == 0)
-        action.isEnabled = false
-        #expect(recorder.states == [.idle])
-        #expect(!action.canRun)
-        action.isEnabled = false
-        #expect(recorder.count == 1)
-        action.isEnabled = true
-        #expect(recorder.states == [.idle, .idle])
-    }
-
-    @Test("disabling does not stop a running run, and queued runs still run")
-    func disablingKeepsRuns() async throws {
-        let works = HeldWorks()
-        let action = makeAction(.enqueue, works: works)
-        let first = action.send(1)
-        let second = action.send(2)
-        action.isEnabled = false
-        await yield(until: { works.count == 1 })
-        works.succeed(1, with: 10)
-        #expect(try await ended(first).get() == 10)
-        await yield(until: { works.count == 1 })
-        works.succeed(2, with: 20)
-        #expect(try await ended(second).get() == 20)
-        await settleAction()
-        #expect(action.loadableState == .didSyncSuccessfully)
-        #expect(action.contents == 20)
-        #expect(!action.canRun)
-    }
-
-    // MARK: - 10. send(_:)
-
-    @Test("send admits synchronously and its task gives the output")
-    func sendAdmitsAtOnce() async throws {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        let task = action.send(1)
-        #expect(action.loadableState == .syncing)
-        #expect(action.isRunning)
-        await yield(until: { works.count == 1 })
-        works.succeed(1, with: 10)
-        #expect(try await ended(task).get() == 10)
-    }
-
-    /// Why a send is refused.
-    enum Refusal: String, CaseIterable, Sendable {
-        case busy, disabled, cancelled
-    }
-
-    @Test(
-        "a refused send returns a task that fails with the reason; nothing is thrown, nothing changes",
-        arguments: Refusal.allCases)
-    func refusedSend(refusal: Refusal) async throws {
-        let works = HeldWorks()
-        let action = makeAction(isEnabled: refusal != .disabled, works: works)
-        let running = refusal == .busy ? action.send(1) : nil
-        let recorder = Recorder(action)
-        let state = action.loadableState
-        let task: Task<Int, any Error>
-        if refusal == .cancelled {
-            let outer = Task { action.send(2) }
-            outer.cancel()
-            task = await outer.value
-        } else {
-            task = action.send(2)
-        }
-        #expect(action.loadableState == state)
-        #expect(recorder.count == 0)
-        let result = await ended(task)
-        switch refusal {
-        case .busy: #expect(throws: LoadableActionError.busy) { try result.get() }
-        case .disabled: #expect(throws: LoadableActionError.disabled) { try result.get() }
-        case .cancelled: #expect(throws: CancellationError.self) { try result.get() }
-        }
-        await settleAction()
-        #expect(!works.startedIDs.contains(2))
-        running?.cancel()
-        if let running { _ = await ended(running) }
-    }
-
-    @Test("cancelling the task of a send cancels its run", arguments: everyConcurrency)
-    func cancelSendTask(concurrency: Action.Concurrency) async {
-        let works = HeldWorks()
-        let action = makeAction(concurrency, works: works)
-        let task = action.send(1)
-        // Even before the task began waiting.
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await ended(task).get() }
-        await settleAction()
-        #expect(action.loadableState == .idle)
-        #expect(!action.isRunning)
-    }
-
-    // MARK: - 12. Re-entrancy
-
-    @Test("an observer of syncing may run, send, reset and toggle isEnabled", arguments: everyConcurrency)
-    func reentrantObserver(concurrency: Action.Concurrency) async {
-        let works = HeldWorks()
-        let action = makeAction(concurrency, works: works)
-        var log: [String] = []
-        var sent: [Task<Int, any Error>] = []
-        var reacted = false
-        let token = action.observe { action in
-            log.append("\(action.loadableState) enabled \(action.isEnabled) running \(action.isRunning)")
-            guard !reacted else { return }
-            reacted = true
-            sent.append(action.send(2))
-            action.reset()
-            action.isEnabled = false
-            sent.append(action.send(3))
-            action.isEnabled = true
-            log.append("after: \(action.loadableState)")
-        }
-        let first = action.send(1)
-        #expect(
-            log == [
-                "syncing enabled true running true",
-                "after: syncing",
-                "syncing enabled true running true",
-            ])
-        if concurrency == .dropWhileRunning {
-            let second = await ended(sent[0])
-            #expect(throws: LoadableActionError.busy) { try second.get() }
-        }
-        let third = await ended(sent[1])
-        #expect(throws: LoadableActionError.disabled) { try third.get() }
-        first.cancel()
-        sent[0].cancel()
-        _ = (await ended(first), await ended(sent[0]))
-        await settleAction()
-        #expect(action.loadableState == .idle)
-        #expect(!action.isRunning)
-        withExtendedLifetime(token) {}
-    }
-
-    @Test("an observer of a run's outcome may start the next run")
-    func observerStartsNextRun() async throws {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        var next: Task<Int, any Error>?
-        let recorder = Recorder(action)
-        let token = action.observe { action in
-            if action.loadableState == .didSyncSuccessfully, next == nil { next = action.send(2) }
-        }
-        await complete(action, 1, with: .success(10), works: works)
-        #expect(recorder.states == [.syncing, .didSyncSuccessfully, .syncing])
-        #expect(action.loadableState == .syncing)
-        await yield(until: { works.count == 1 })
-        works.succeed(2, with: 20)
-        let nextTask = try #require(next)
-        #expect(try await ended(nextTask).get() == 20)
-        withExtendedLifetime(token) {}
-    }
-
-    // MARK: - 13. Observation
-
-    /// A property a view may read.
-    enum Property: String, CaseIterable, Sendable {
-        case loadableState, error, isContentsAvailable, contents, isEnabled, isRunning, canRun
-    }
-
-    final class ChangeCounter: @unchecked Sendable {
-        var count = 0
-    }
-
-    @Test("reading a property inside withObservationTracking reports each later change", arguments: Property.allCases)
-    func observation(property: Property) async {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        func track() -> ChangeCounter {
-            let counter = ChangeCounter()
-            withObservationTracking {
-                switch property {
-                case .loadableState: _ = action.loadableState
-                case .error: _ = action.error
-                case .isContentsAvailable: _ = action.isContentsAvailable
-                case .contents: _ = action.contents
-                case .isEnabled: _ = action.isEnabled
-                case .isRunning: _ = action.isRunning
-                case .canRun: _ = action.canRun
-                }
-            } onChange: {
-                counter.count += 1
-            }
-            return counter
-        }
-        var counter = track()
-        let first = action.send(1)
-        #expect(counter.count == 1, "admission")
-        counter = track()
-        await yield(until: { works.count == 1 })
-        works.succeed(1, with: 10)
-        _ = await ended(first)
-        #expect(counter.count == 1, "success")
-        let second = action.send(2)
-        await yield(until: { works.count == 1 })
-        counter = track()
-        works.fail(2, with: TestError())
-        _ = await ended(second)
-        #expect(counter.count == 1, "failure")
-        counter = track()
-        action.reset()
-        #expect(counter.count == 1, "reset")
-        counter = track()
-        action.isEnabled = false
-        #expect(counter.count == 1, "isEnabled")
-    }
-
-    // MARK: - 14. Snapshots
-
-    @Test("snapshot and snapshots() show the state, the output and the failure record")
-    func snapshots() async throws {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        var iterator = action.snapshots(bufferingPolicy: .unbounded).makeAsyncIterator()
-        #expect(await iterator.next()?.state == .idle)
-        await complete(action, 1, with: .success(10), works: works)
-        await complete(action, 2, with: .failure(TestError("down")), works: works)
-        var snapshots: [LoadableSnapshot<Int>] = []
-        for _ in 0..<4 { if let snapshot = await iterator.next() { snapshots.append(snapshot) } }
-        #expect(snapshots.map(\.state) == [.syncing, .didSyncSuccessfully, .syncing, .didFailToSync])
-        #expect(snapshots.last?.contents == 10)
-        #expect(snapshots.last?.lastError as? TestError == TestError("down"))
-        #expect(snapshots.last?.consecutiveFailures == 1)
-        let snapshot = action.snapshot
-        #expect(snapshot.state == .didFailToSync)
-        #expect(snapshot.contents == 10)
-        #expect(snapshot.error as? TestError == TestError("down"))
-    }
-
-    // MARK: - Observer rules, types, description
-
-    @Test("observers are called once per change in the order they were added; one added in a round waits for the next")
-    func observerOrder() async {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        var calls: [String] = []
-        var late: LoadableObservation?
-        let tokens = (0..<3).map { index in
-            action.addObserver { action in
-                calls.append("\(index)")
-                if index == 0, late == nil { late = action.addObserver { _ in calls.append("late") } }
-            }
-        }
-        await complete(action, 1, with: .success(1), works: works)
-        #expect(calls == ["0", "1", "2", "0", "1", "2", "late"])
-        withExtendedLifetime((tokens, late)) {}
-    }
-
-    @Test("an observer whose token was released on another thread is never called again")
-    func tokenReleasedOnAnotherThread() async {
-        let works = HeldWorks()
-        let action = makeAction(works: works)
-        var calls = 0
-        let box = Locked<LoadableObservation?>(action.addObserver { _ in calls += 1 })
-        releaseOnAnotherThread(box)
-        await complete(action, 1, with: .success(1), works: works)
-        #expect(calls == 0)
-    }
-
-    @Test("inputs and outputs need not be Sendable for run(_:)")
-    func nonSendableOutput() async throws {
-        let login = LoadableAction<NonSendableSession, NonSendableSession> { draft in
-            NonSendableSession(user: draft.user.uppercased())
-        }
-        let session = try await login.run(NonSendableSession(user: "ada"))
-        #expect(session.user == "ADA")
-        #expect(login.contents === session)
-    }
-
-    @Test("the description names the state, the concurrency, isEnabled and the runs")
-    func description() {
-        let action = makeAction(.enqueue, isEnabled: false, works: HeldWorks())
-        #expect(
-            action.description
-                == "<LoadableAction<Int, Int>: idle, contents available: no, concurrency: enqueue, enabled: no, runs: 0>"
-        )
-        #expect(LoadableActionError.busy.description == "busy: a run is already running")
-        #expect(LoadableActionError.disabled.description == "disabled")
-    }
 }

@@ -31,27 +31,27 @@ struct LoadableTests {
         let loadable = ManualLoadable()
         loadable.setDidFailToSync(TestError())
         var seen: [(LoadableState, Bool, Int)] = []
-        let token = loadable.observe { seen.append(($0.loadableState, $0.error == nil, $0.doSyncCount)) }
-        loadable.sync()
-        #expect(seen.count == 1)
-        #expect(seen.first?.0 == .syncing)
-        #expect(seen.first?.1 == true)  // error cleared before observers ran
-        #expect(seen.first?.2 == 0)  // doSync runs after observers
-        #expect(loadable.doSyncCount == 1)
-        withExtendedLifetime(token) {}
+        observing(loadable, { seen.append(($0.loadableState, $0.error == nil, $0.doSyncCount)) }) {
+            loadable.sync()
+            #expect(seen.count == 1)
+            #expect(seen.first?.0 == .syncing)
+            #expect(seen.first?.1 == true)  // error cleared before observers ran
+            #expect(seen.first?.2 == 0)  // doSync runs after observers
+            #expect(loadable.doSyncCount == 1)
+        }
     }
 
     @Test("sync while syncing does nothing")
     func syncWhileSyncing() {
         let loadable = ManualLoadable()
         let recorder = Recorder()
-        let token = loadable.addObserver(recorder.record)
-        loadable.sync()
-        loadable.sync()
-        loadable.syncIfNeeded()
-        #expect(loadable.doSyncCount == 1)
-        #expect(recorder.states == [.syncing])
-        withExtendedLifetime(token) {}
+        observing(loadable, recorder.record) {
+            loadable.sync()
+            loadable.sync()
+            loadable.syncIfNeeded()
+            #expect(loadable.doSyncCount == 1)
+            #expect(recorder.states == [.syncing])
+        }
     }
 
     @Test("doSync may finish synchronously: observers see syncing then the outcome")
@@ -59,12 +59,12 @@ struct LoadableTests {
         let loadable = ManualLoadable()
         loadable.finishInDoSync = .succeed(5)
         let recorder = Recorder()
-        let token = loadable.addObserver(recorder.record)
-        loadable.sync()
-        #expect(recorder.states == [.syncing, .didSyncSuccessfully])
-        #expect(loadable.contents == 5)
-        #expect(!loadable.needsSync)
-        withExtendedLifetime(token) {}
+        observing(loadable, recorder.record) {
+            loadable.sync()
+            #expect(recorder.states == [.syncing, .didSyncSuccessfully])
+            #expect(loadable.contents == 5)
+            #expect(!loadable.needsSync)
+        }
     }
 
     @Test("contents are kept across re-syncs and failures")
@@ -91,30 +91,30 @@ struct LoadableTests {
     func repeatedFailure() {
         let loadable = ManualLoadable()
         let recorder = Recorder()
-        let token = loadable.addObserver(recorder.record)
-        loadable.setDidFailToSync(TestError("a"))
-        loadable.setDidFailToSync(TestError("b"))
-        #expect(recorder.states == [.didFailToSync, .didFailToSync])
-        #expect(loadable.error as? TestError == TestError("b"))
-        withExtendedLifetime(token) {}
+        observing(loadable, recorder.record) {
+            loadable.setDidFailToSync(TestError("a"))
+            loadable.setDidFailToSync(TestError("b"))
+            #expect(recorder.states == [.didFailToSync, .didFailToSync])
+            #expect(loadable.error as? TestError == TestError("b"))
+        }
     }
 
     @Test("every setter notifies, even without a change of state")
     func settersNotify() {
         let loadable = ManualLoadable()
         let recorder = Recorder()
-        let token = loadable.addObserver(recorder.record)
-        loadable.setSyncing()
-        loadable.setDidSyncSuccessfully(1)
-        loadable.setDidSyncSuccessfully()
-        loadable.notifyDidChange()
-        loadable.setIdle()
-        loadable.setIdle()
-        #expect(
-            recorder.states == [
-                .syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle, .idle,
-            ])
-        withExtendedLifetime(token) {}
+        observing(loadable, recorder.record) {
+            loadable.setSyncing()
+            loadable.setDidSyncSuccessfully(1)
+            loadable.setDidSyncSuccessfully()
+            loadable.notifyDidChange()
+            loadable.setIdle()
+            loadable.setIdle()
+            #expect(
+                recorder.states == [
+                    .syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle, .idle,
+                ])
+        }
     }
 
     @Test("setIdle and setSyncing clear the error and keep the contents")
@@ -177,11 +177,11 @@ struct LoadableTests {
     func cancelWhenIdle() {
         let loadable = ManualLoadable()
         let recorder = Recorder()
-        let token = loadable.addObserver(recorder.record)
-        loadable.cancelSync()
-        #expect(loadable.doCancelSyncCount == 0)
-        #expect(recorder.count == 0)
-        withExtendedLifetime(token) {}
+        observing(loadable, recorder.record) {
+            loadable.cancelSync()
+            #expect(loadable.doCancelSyncCount == 0)
+            #expect(recorder.count == 0)
+        }
     }
 
     @Test("cancelling a sync started from success goes back to success")
@@ -197,13 +197,16 @@ struct LoadableTests {
     @Test("an observer that leaves syncing while told of the sync prevents doSync")
     func observerCancelsBeforeDoSync() {
         let loadable = ManualLoadable()
-        let token = loadable.observe { loadable in
-            if loadable.loadableState == .syncing { loadable.cancelSync() }
+        observing(
+            loadable,
+            { loadable in
+                if loadable.loadableState == .syncing { loadable.cancelSync() }
+            }
+        ) {
+            loadable.sync()
+            #expect(loadable.doSyncCount == 0)
+            #expect(loadable.loadableState == .idle)
         }
-        loadable.sync()
-        #expect(loadable.doSyncCount == 0)
-        #expect(loadable.loadableState == .idle)
-        withExtendedLifetime(token) {}
     }
 
     @Test("hooks run when the first observer arrives and the last one leaves")
@@ -234,15 +237,15 @@ struct LoadableTests {
         let feed = PushLoadable<[String]>()
         let pure: any PureLoadable = feed
         let recorder = Recorder()
-        let token = pure.addObserver(recorder.record)
-        feed.setSyncing()
-        feed.setDidSyncSuccessfully(["a"])
-        feed.setDidFailToSync(nil)
-        #expect(recorder.states == [.syncing, .didSyncSuccessfully, .didFailToSync])
-        #expect(feed.contents == ["a"])
-        #expect(!(pure is any SyncableLoadable))
-        #expect(feed.description == "<PushLoadable<Array<String>>: did-fail-to-sync, contents available: yes>")
-        withExtendedLifetime(token) {}
+        observing(pure, recorder.record) {
+            feed.setSyncing()
+            feed.setDidSyncSuccessfully(["a"])
+            feed.setDidFailToSync(nil)
+            #expect(recorder.states == [.syncing, .didSyncSuccessfully, .didFailToSync])
+            #expect(feed.contents == ["a"])
+            #expect(!(pure is any SyncableLoadable))
+            #expect(feed.description == "<PushLoadable<Array<String>>: did-fail-to-sync, contents available: yes>")
+        }
     }
 
     @Test("doSync not overridden stops with a message naming doSync()")

@@ -49,14 +49,14 @@ struct LongDurationExitTests {
         loadable.maxAge = .seconds(Int64.max)
         loadable.syncTimeout = .seconds(Int64.max)
         loadable.slowSyncAfter = .seconds(Int64.max)
-        let token = loadable.observe { _ in }
-        loadable.setContents(2)
-        loadable.sync()
-        await letTimersStartSleeping()
-        #expect(loadable.loadableState == .syncing)
-        #expect(!loadable.isSlowSync)
-        #expect(!loadable.isStale)
-        token.cancel()
+        await observing(loadable, { _ in }) {
+            loadable.setContents(2)
+            loadable.sync()
+            await letTimersStartSleeping()
+            #expect(loadable.loadableState == .syncing)
+            #expect(!loadable.isSlowSync)
+            #expect(!loadable.isStale)
+        }
     }
 }
 

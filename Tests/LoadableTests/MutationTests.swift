@@ -448,17 +448,20 @@ struct MutationTests {
     func observerWritesDuringAdd() async {
         let (list, _) = list()
         var didWrite = false
-        let token = list.addObserver { loadable in
-            guard !didWrite, let list = loadable as? ListLoadable else { return }
-            didWrite = true
-            list.setDidSyncSuccessfully([100])
+        await observing(
+            list,
+            { (loadable: any PureLoadable) in
+                guard !didWrite, let list = loadable as? ListLoadable else { return }
+                didWrite = true
+                list.setDidSyncSuccessfully([100])
+            }
+        ) {
+            let gate = CommitGate()
+            let a = await StartedMutation.append(10, to: list, gate: gate, name: "A")
+            #expect(list.contents == [100, 10])
+            await a.fail(gate)
+            #expect(list.contents == [100])
         }
-        let gate = CommitGate()
-        let a = await StartedMutation.append(10, to: list, gate: gate, name: "A")
-        #expect(list.contents == [100, 10])
-        await a.fail(gate)
-        #expect(list.contents == [100])
-        token.cancel()
     }
 
     @Test("a change that writes the loadable from inside optimistic: the nested write stands, no crash")

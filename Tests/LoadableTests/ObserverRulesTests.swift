@@ -101,16 +101,19 @@ struct ObserverRulesTests {
         let loadable = ManualLoadable()
         var seen: [LoadableState] = []
         var changed = false
-        let token = loadable.addObserver { loadable in
-            seen.append(loadable.loadableState)
-            guard !changed, let loadable = loadable as? ManualLoadable else { return }
-            changed = true
-            loadable.setSyncing()
-            loadable.setDidSyncSuccessfully(1)
+        observing(
+            loadable,
+            { (loadable: any PureLoadable) in
+                seen.append(loadable.loadableState)
+                guard !changed, let loadable = loadable as? ManualLoadable else { return }
+                changed = true
+                loadable.setSyncing()
+                loadable.setDidSyncSuccessfully(1)
+            }
+        ) {
+            loadable.setIdle()
+            #expect(seen == [.idle, .didSyncSuccessfully])
         }
-        loadable.setIdle()
-        #expect(seen == [.idle, .didSyncSuccessfully])
-        withExtendedLifetime(token) {}
     }
 
     @Test("a loadable released inside its own callback does not crash")
@@ -189,19 +192,22 @@ struct ObserverRulesTests {
         loadable.finishInDoSync = .succeed(1)
         var inner: [LoadableObservation] = []
         var calls = 0
-        let token = loadable.addObserver { loadable in
-            calls += 1
-            guard let loadable = loadable as? ManualLoadable, calls < 4 else { return }
-            inner.append(loadable.addObserver { _ in })
-            inner.first?.cancel()
-            _ = loadable.snapshot
-            _ = loadable.description
-            loadable.syncIfNeeded()
+        observing(
+            loadable,
+            { (loadable: any PureLoadable) in
+                calls += 1
+                guard let loadable = loadable as? ManualLoadable, calls < 4 else { return }
+                inner.append(loadable.addObserver { _ in })
+                inner.first?.cancel()
+                _ = loadable.snapshot
+                _ = loadable.description
+                loadable.syncIfNeeded()
+            }
+        ) {
+            loadable.sync()
+            #expect(loadable.loadableState == .didSyncSuccessfully)
+            #expect(calls >= 2)
         }
-        loadable.sync()
-        #expect(loadable.loadableState == .didSyncSuccessfully)
-        #expect(calls >= 2)
-        withExtendedLifetime(token) {}
     }
 
     @Test("observers of different loadables may change each other while being notified")
@@ -209,14 +215,18 @@ struct ObserverRulesTests {
         let a = ManualLoadable()
         let b = ManualLoadable()
         var log: [String] = []
-        let ta = a.addObserver { a in
-            log.append("a: \(a.loadableState)")
-            if a.loadableState == .didSyncSuccessfully { b.setDidSyncSuccessfully(2) }
+        observing(
+            a,
+            { a in
+                log.append("a: \(a.loadableState)")
+                if a.loadableState == .didSyncSuccessfully { b.setDidSyncSuccessfully(2) }
+            }
+        ) {
+            observing(b, { b in log.append("b: \(b.loadableState)") }) {
+                a.setDidSyncSuccessfully(1)
+                #expect(log == ["a: did-sync-successfully", "b: did-sync-successfully"])
+            }
         }
-        let tb = b.addObserver { b in log.append("b: \(b.loadableState)") }
-        a.setDidSyncSuccessfully(1)
-        #expect(log == ["a: did-sync-successfully", "b: did-sync-successfully"])
-        withExtendedLifetime((ta, tb)) {}
     }
 }
 

@@ -34,37 +34,37 @@ struct ProxyTests {
         }
         let target = TestLoadable<Int>()
         let proxy = Recording(target: target)
-        let token = proxy.addObserver { proxy in (proxy as? Recording)?.log.append("observer \(proxy.loadableState)") }
-        target.setSyncing()
-        target.notifyDidChange()
-        #expect(
-            proxy.log == [
-                "didChange syncing", "observer syncing", "didChange syncing", "observer syncing",
-            ])
-        withExtendedLifetime(token) {}
+        observing(proxy, { proxy in proxy.log.append("observer \(proxy.loadableState)") }) {
+            target.setSyncing()
+            target.notifyDidChange()
+            #expect(
+                proxy.log == [
+                    "didChange syncing", "observer syncing", "didChange syncing", "observer syncing",
+                ])
+        }
     }
 
     @Test("setting a different target notifies once; the same target does nothing")
     func targetChanges() {
         let proxy = PureLoadableProxy<TestLoadable<Int>>()
         let recorder = Recorder()
-        let token = proxy.addObserver(recorder.record)
-        let first = TestLoadable<Int>()
-        first.setDidSyncSuccessfully()
-        proxy.target = first
-        #expect(recorder.states == [.didSyncSuccessfully])
-        proxy.target = first
-        #expect(recorder.count == 1)
-        let second = TestLoadable<Int>()
-        proxy.target = second
-        #expect(recorder.states == [.didSyncSuccessfully, .idle])
-        // The old target is no longer observed.
-        first.notifyDidChange()
-        #expect(recorder.count == 2)
-        #expect(first.removeObserverCount == 1)
-        proxy.target = nil
-        #expect(recorder.count == 3)
-        withExtendedLifetime(token) {}
+        observing(proxy, recorder.record) {
+            let first = TestLoadable<Int>()
+            first.setDidSyncSuccessfully()
+            proxy.target = first
+            #expect(recorder.states == [.didSyncSuccessfully])
+            proxy.target = first
+            #expect(recorder.count == 1)
+            let second = TestLoadable<Int>()
+            proxy.target = second
+            #expect(recorder.states == [.didSyncSuccessfully, .idle])
+            // The old target is no longer observed.
+            first.notifyDidChange()
+            #expect(recorder.count == 2)
+            #expect(first.removeObserverCount == 1)
+            proxy.target = nil
+            #expect(recorder.count == 3)
+        }
     }
 
     @Test("the proxy holds its target strongly and releases it with itself")
@@ -83,21 +83,21 @@ struct ProxyTests {
     func pendingSync() {
         let proxy = LoadableProxy<TestLoadable<Int>>()
         let recorder = Recorder()
-        let token = proxy.addObserver(recorder.record)
-        #expect(proxy.needsSync)
-        proxy.sync()
-        proxy.syncIfNeeded()
-        #expect(proxy.loadableState == .syncing)
-        #expect(recorder.states == [.syncing])
-        let target = TestLoadable<Int>()
-        proxy.target = target
-        #expect(target.syncIfNeededCount == 1)
-        #expect(target.syncCount == 1)
-        #expect(proxy.loadableState == .syncing)
-        #expect(recorder.states == [.syncing, .syncing])
-        target.setDidSyncSuccessfully(1)
-        #expect(proxy.loadableState == .didSyncSuccessfully)
-        withExtendedLifetime(token) {}
+        observing(proxy, recorder.record) {
+            #expect(proxy.needsSync)
+            proxy.sync()
+            proxy.syncIfNeeded()
+            #expect(proxy.loadableState == .syncing)
+            #expect(recorder.states == [.syncing])
+            let target = TestLoadable<Int>()
+            proxy.target = target
+            #expect(target.syncIfNeededCount == 1)
+            #expect(target.syncCount == 1)
+            #expect(proxy.loadableState == .syncing)
+            #expect(recorder.states == [.syncing, .syncing])
+            target.setDidSyncSuccessfully(1)
+            #expect(proxy.loadableState == .didSyncSuccessfully)
+        }
     }
 
     @Test("a pending sync survives setting the target to nil")
@@ -143,21 +143,21 @@ struct MapTests {
         let source = TestLoadable<[Int]>()
         let count = source.map { $0.count }
         let recorder = Recorder()
-        let token = count.addObserver(recorder.record)
-        #expect(count.contents == nil)
-        #expect(!count.isContentsAvailable)
-        source.sync()
-        source.setDidSyncSuccessfully([1, 2, 3])
-        #expect(count.loadableState == .didSyncSuccessfully)
-        #expect(count.contents == 3)
-        #expect(recorder.states == [.syncing, .didSyncSuccessfully])
-        source.setDidFailToSync(TestError())
-        #expect(count.contents == 3)
-        #expect(count.error as? TestError == TestError())
-        source.isContentsAvailable = false
-        source.notifyDidChange()
-        #expect(count.contents == nil)
-        withExtendedLifetime(token) {}
+        observing(count, recorder.record) {
+            #expect(count.contents == nil)
+            #expect(!count.isContentsAvailable)
+            source.sync()
+            source.setDidSyncSuccessfully([1, 2, 3])
+            #expect(count.loadableState == .didSyncSuccessfully)
+            #expect(count.contents == 3)
+            #expect(recorder.states == [.syncing, .didSyncSuccessfully])
+            source.setDidFailToSync(TestError())
+            #expect(count.contents == 3)
+            #expect(count.error as? TestError == TestError())
+            source.isContentsAvailable = false
+            source.notifyDidChange()
+            #expect(count.contents == nil)
+        }
     }
 
     @Test("map transforms existing contents at once and runs only when the source has contents")

@@ -9,36 +9,42 @@ struct SyncEdgeCaseTests {
     @Test("a sync cancelled by an observer of its syncing notification calls neither doSync nor doCancelSync")
     func cancelBeforeDoSync() {
         let loadable = ManualLoadable()
-        let token = loadable.addObserver { loadable in
-            if loadable.loadableState == .syncing { (loadable as? ManualLoadable)?.cancelSync() }
+        observing(
+            loadable,
+            { (loadable: any PureLoadable) in
+                if loadable.loadableState == .syncing { (loadable as? ManualLoadable)?.cancelSync() }
+            }
+        ) {
+            loadable.sync()
+            #expect(loadable.doSyncCount == 0)
+            #expect(loadable.doCancelSyncCount == 0)
+            #expect(loadable.loadableState == .idle)
         }
-        loadable.sync()
-        #expect(loadable.doSyncCount == 0)
-        #expect(loadable.doCancelSyncCount == 0)
-        #expect(loadable.loadableState == .idle)
-        withExtendedLifetime(token) {}
     }
 
     @Test("an observer that cancels and restarts the sync during its syncing notification gets one doSync")
     func cancelAndRestartBeforeDoSync() {
         let loadable = ManualLoadable()
         var restarted = false
-        let token = loadable.addObserver { loadable in
-            guard !restarted, let loadable = loadable as? ManualLoadable, loadable.loadableState == .syncing else {
-                return
+        observing(
+            loadable,
+            { (loadable: any PureLoadable) in
+                guard !restarted, let loadable = loadable as? ManualLoadable, loadable.loadableState == .syncing else {
+                    return
+                }
+                restarted = true
+                loadable.cancelSync()
+                loadable.sync()
             }
-            restarted = true
-            loadable.cancelSync()
+        ) {
             loadable.sync()
+            #expect(loadable.doSyncCount == 1)
+            #expect(loadable.doCancelSyncCount == 0)
+            #expect(loadable.loadableState == .syncing)
+            // The running sync is the one that counts: cancelling it now reaches doCancelSync.
+            loadable.cancelSync()
+            #expect(loadable.doCancelSyncCount == 1)
         }
-        loadable.sync()
-        #expect(loadable.doSyncCount == 1)
-        #expect(loadable.doCancelSyncCount == 0)
-        #expect(loadable.loadableState == .syncing)
-        // The running sync is the one that counts: cancelling it now reaches doCancelSync.
-        loadable.cancelSync()
-        #expect(loadable.doCancelSyncCount == 1)
-        withExtendedLifetime(token) {}
     }
 
     @Test("AsyncLoadable: a sync after a public setter ended the previous one cancels the old load")

@@ -59,25 +59,25 @@ struct WatchdogTests {
         let loadable = ManualLoadable(contents: 1, clock: clock)
         loadable.syncTimeout = .seconds(5)
         var notes: [WatchdogNote] = []
-        let token = loadable.observe { notes.append(WatchdogNote($0)) }
-        loadable.sync()
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(5) - .nanoseconds(1))
-        #expect(loadable.loadableState == .syncing)
-        #expect(loadable.doCancelSyncCount == 0)
-        await clock.advance(by: .nanoseconds(1))
-        // doCancelSync ran before observers were told of the failure.
-        #expect(notes == [WatchdogNote(.syncing), WatchdogNote(.didFailToSync, timedOut: true, cancels: 1)])
-        #expect(loadable.error as? LoadableError == .timedOut)
-        #expect(loadable.lastError as? LoadableError == .timedOut)
-        #expect(loadable.consecutiveFailures == 1)
-        #expect(loadable.contents == 1)
-        #expect(loadable.doSyncCount == 1)
-        await clock.advance(by: .seconds(100))
-        #expect(notes.count == 2)
-        #expect(loadable.doCancelSyncCount == 1)
-        #expect(clock.pendingSleepCount == 0)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { notes.append(WatchdogNote($0)) }) {
+            loadable.sync()
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(5) - .nanoseconds(1))
+            #expect(loadable.loadableState == .syncing)
+            #expect(loadable.doCancelSyncCount == 0)
+            await clock.advance(by: .nanoseconds(1))
+            // doCancelSync ran before observers were told of the failure.
+            #expect(notes == [WatchdogNote(.syncing), WatchdogNote(.didFailToSync, timedOut: true, cancels: 1)])
+            #expect(loadable.error as? LoadableError == .timedOut)
+            #expect(loadable.lastError as? LoadableError == .timedOut)
+            #expect(loadable.consecutiveFailures == 1)
+            #expect(loadable.contents == 1)
+            #expect(loadable.doSyncCount == 1)
+            await clock.advance(by: .seconds(100))
+            #expect(notes.count == 2)
+            #expect(loadable.doCancelSyncCount == 1)
+            #expect(clock.pendingSleepCount == 0)
+        }
     }
 
     @Test("a sync that ends before syncTimeout is not failed later", arguments: Ending.allCases)
@@ -85,18 +85,18 @@ struct WatchdogTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.syncTimeout = .seconds(5)
         var count = 0
-        let token = loadable.observe { _ in count += 1 }
-        loadable.sync()
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(5) - .nanoseconds(1))
-        let state = end(loadable, ending)
-        #expect(count == 2)
-        await clock.advance(by: .seconds(100))
-        #expect(count == 2)
-        #expect(loadable.loadableState == state)
-        #expect(loadable.error as? LoadableError != .timedOut)
-        #expect(loadable.doCancelSyncCount == (ending == .cancel ? 1 : 0))
-        withExtendedLifetime(token) {}
+        await observing(loadable, { _ in count += 1 }) {
+            loadable.sync()
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(5) - .nanoseconds(1))
+            let state = end(loadable, ending)
+            #expect(count == 2)
+            await clock.advance(by: .seconds(100))
+            #expect(count == 2)
+            #expect(loadable.loadableState == state)
+            #expect(loadable.error as? LoadableError != .timedOut)
+            #expect(loadable.doCancelSyncCount == (ending == .cancel ? 1 : 0))
+        }
     }
 
     @Test("each sync gets the whole syncTimeout from its own start", arguments: [false, true])
@@ -173,18 +173,18 @@ struct WatchdogTests {
         loadable.sync()
         await clock.advance(by: .seconds(1))
         var count = 0
-        let token = loadable.observe { _ in count += 1 }
-        loadable.slowSyncAfter = .seconds(2)
-        for _ in 0..<5 { await Task.yield() }
-        await clock.advance(by: .seconds(60))
-        #expect(!loadable.isSlowSync)
-        #expect(count == 0)
-        loadable.setDidSyncSuccessfully(1)
-        loadable.sync()
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(2))
-        #expect(loadable.isSlowSync)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { _ in count += 1 }) {
+            loadable.slowSyncAfter = .seconds(2)
+            for _ in 0..<5 { await Task.yield() }
+            await clock.advance(by: .seconds(60))
+            #expect(!loadable.isSlowSync)
+            #expect(count == 0)
+            loadable.setDidSyncSuccessfully(1)
+            loadable.sync()
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(2))
+            #expect(loadable.isSlowSync)
+        }
     }
 
     @Test("a sync begun with setSyncing() is not timed out by an earlier sync's deadline")
@@ -219,21 +219,21 @@ struct WatchdogTests {
         }
         loadable.syncTimeout = .seconds(5)
         var states: [LoadableState] = []
-        let token = loadable.observe { states.append($0.loadableState) }
-        loadable.sync()
-        await yield(until: { pending.pending == 1 })
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(5))
-        #expect(loadable.loadableState == .didFailToSync)
-        #expect(loadable.error as? LoadableError == .timedOut)
-        pending.finish(.success(99))
-        await yield(until: { loadSawCancellation })
-        for _ in 0..<20 { await Task.yield() }
-        #expect(loadable.loadableState == .didFailToSync)
-        #expect(loadable.error as? LoadableError == .timedOut)
-        #expect(loadable.contents == 1)
-        #expect(states == [.syncing, .didFailToSync])
-        withExtendedLifetime(token) {}
+        await observing(loadable, { states.append($0.loadableState) }) {
+            loadable.sync()
+            await yield(until: { pending.pending == 1 })
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(5))
+            #expect(loadable.loadableState == .didFailToSync)
+            #expect(loadable.error as? LoadableError == .timedOut)
+            pending.finish(.success(99))
+            await yield(until: { loadSawCancellation })
+            for _ in 0..<20 { await Task.yield() }
+            #expect(loadable.loadableState == .didFailToSync)
+            #expect(loadable.error as? LoadableError == .timedOut)
+            #expect(loadable.contents == 1)
+            #expect(states == [.syncing, .didFailToSync])
+        }
     }
 
     @Test("invalidate() during a sync that then times out starts exactly one more sync")
@@ -241,30 +241,30 @@ struct WatchdogTests {
         let loadable = ManualLoadable(contents: 1, clock: clock)
         loadable.syncTimeout = .seconds(5)
         var notes: [WatchdogNote] = []
-        let token = loadable.observe { notes.append(WatchdogNote($0)) }
-        loadable.sync()
-        loadable.invalidate()
-        loadable.invalidate()
-        #expect(notes.count == 1)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(5))
-        // The failure is stored and the next sync begins in one notification.
-        #expect(notes == [WatchdogNote(.syncing), WatchdogNote(.syncing, cancels: 1)])
-        #expect(loadable.doSyncCount == 2)
-        #expect(loadable.lastError as? LoadableError == .timedOut)
-        #expect(loadable.consecutiveFailures == 1)
-        #expect(loadable.isStale)
-        // The extra sync has a budget of its own, and nothing follows it.
-        await clock.advance(by: .seconds(5) - .nanoseconds(1))
-        #expect(loadable.loadableState == .syncing)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(notes.last == WatchdogNote(.didFailToSync, timedOut: true, cancels: 2))
-        #expect(notes.count == 3)
-        #expect(loadable.doSyncCount == 2)
-        await clock.advance(by: .seconds(60))
-        #expect(loadable.doSyncCount == 2)
-        #expect(notes.count == 3)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { notes.append(WatchdogNote($0)) }) {
+            loadable.sync()
+            loadable.invalidate()
+            loadable.invalidate()
+            #expect(notes.count == 1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(5))
+            // The failure is stored and the next sync begins in one notification.
+            #expect(notes == [WatchdogNote(.syncing), WatchdogNote(.syncing, cancels: 1)])
+            #expect(loadable.doSyncCount == 2)
+            #expect(loadable.lastError as? LoadableError == .timedOut)
+            #expect(loadable.consecutiveFailures == 1)
+            #expect(loadable.isStale)
+            // The extra sync has a budget of its own, and nothing follows it.
+            await clock.advance(by: .seconds(5) - .nanoseconds(1))
+            #expect(loadable.loadableState == .syncing)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(notes.last == WatchdogNote(.didFailToSync, timedOut: true, cancels: 2))
+            #expect(notes.count == 3)
+            #expect(loadable.doSyncCount == 2)
+            await clock.advance(by: .seconds(60))
+            #expect(loadable.doSyncCount == 2)
+            #expect(notes.count == 3)
+        }
     }
 
     // MARK: - slowSyncAfter
@@ -276,34 +276,34 @@ struct WatchdogTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.slowSyncAfter = .seconds(2)
         var notes: [WatchdogNote] = []
-        let token = loadable.observe { notes.append(WatchdogNote($0)) }
-        loadable.sync()
-        #expect(!loadable.isSlowSync)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(2) - .nanoseconds(1))
-        #expect(!loadable.isSlowSync)
-        #expect(notes.count == 1)
-        await clock.advance(by: .nanoseconds(1))
-        #expect(loadable.isSlowSync)
-        #expect(notes == [WatchdogNote(.syncing), WatchdogNote(.syncing, slow: true)])
-        await clock.advance(by: .seconds(60))
-        #expect(notes.count == 2)
-        #expect(loadable.loadableState == .syncing)
-        #expect(loadable.doCancelSyncCount == 0)
+        await observing(loadable, { notes.append(WatchdogNote($0)) }) {
+            loadable.sync()
+            #expect(!loadable.isSlowSync)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(2) - .nanoseconds(1))
+            #expect(!loadable.isSlowSync)
+            #expect(notes.count == 1)
+            await clock.advance(by: .nanoseconds(1))
+            #expect(loadable.isSlowSync)
+            #expect(notes == [WatchdogNote(.syncing), WatchdogNote(.syncing, slow: true)])
+            await clock.advance(by: .seconds(60))
+            #expect(notes.count == 2)
+            #expect(loadable.loadableState == .syncing)
+            #expect(loadable.doCancelSyncCount == 0)
 
-        let state = end(loadable, ending)
-        #expect(notes.count == 3)
-        #expect(notes.last == WatchdogNote(state, cancels: ending == .cancel ? 1 : 0))
-        #expect(!loadable.isSlowSync)
+            let state = end(loadable, ending)
+            #expect(notes.count == 3)
+            #expect(notes.last == WatchdogNote(state, cancels: ending == .cancel ? 1 : 0))
+            #expect(!loadable.isSlowSync)
 
-        // The next sync starts fast and becomes slow on its own schedule.
-        loadable.sync()
-        #expect(!loadable.isSlowSync)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(2))
-        #expect(loadable.isSlowSync)
-        #expect(notes.count == 5)
-        withExtendedLifetime(token) {}
+            // The next sync starts fast and becomes slow on its own schedule.
+            loadable.sync()
+            #expect(!loadable.isSlowSync)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(2))
+            #expect(loadable.isSlowSync)
+            #expect(notes.count == 5)
+        }
     }
 
     @Test("a sync that ends before slowSyncAfter never becomes slow")
@@ -311,15 +311,15 @@ struct WatchdogTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.slowSyncAfter = .seconds(2)
         var count = 0
-        let token = loadable.observe { _ in count += 1 }
-        loadable.sync()
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(1))
-        loadable.setDidSyncSuccessfully(1)
-        await clock.advance(by: .seconds(10))
-        #expect(count == 2)
-        #expect(!loadable.isSlowSync)
-        withExtendedLifetime(token) {}
+        await observing(loadable, { _ in count += 1 }) {
+            loadable.sync()
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(1))
+            loadable.setDidSyncSuccessfully(1)
+            await clock.advance(by: .seconds(10))
+            #expect(count == 2)
+            #expect(!loadable.isSlowSync)
+        }
     }
 
     @Test("a slow sync that times out is no longer slow in its failure notification")
@@ -328,17 +328,17 @@ struct WatchdogTests {
         loadable.slowSyncAfter = .seconds(2)
         loadable.syncTimeout = .seconds(5)
         var notes: [WatchdogNote] = []
-        let token = loadable.observe { notes.append(WatchdogNote($0)) }
-        loadable.sync()
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(5))
-        #expect(
-            notes == [
-                WatchdogNote(.syncing),
-                WatchdogNote(.syncing, slow: true),
-                WatchdogNote(.didFailToSync, timedOut: true, cancels: 1),
-            ])
-        withExtendedLifetime(token) {}
+        await observing(loadable, { notes.append(WatchdogNote($0)) }) {
+            loadable.sync()
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(5))
+            #expect(
+                notes == [
+                    WatchdogNote(.syncing),
+                    WatchdogNote(.syncing, slow: true),
+                    WatchdogNote(.didFailToSync, timedOut: true, cancels: 1),
+                ])
+        }
     }
 
     // MARK: - Lifetime
@@ -393,13 +393,13 @@ struct WatchdogTests {
         let observed = ManualLoadable(contents: 1, clock: clock)
         observed.maxAge = .seconds(Int64.max)
         observed.syncTimeout = .seconds(5)
-        let token = observed.observe { _ in }
-        observed.setContents(2)
-        observed.sync()
-        await clock.waitForSleepers(count: sleepersBefore + 1)
-        await clock.advance(by: .seconds(5))
-        #expect(observed.error as? LoadableError == .timedOut)
-        #expect(!observed.isStale)
-        withExtendedLifetime(token) {}
+        await observing(observed, { _ in }) {
+            observed.setContents(2)
+            observed.sync()
+            await clock.waitForSleepers(count: sleepersBefore + 1)
+            await clock.advance(by: .seconds(5))
+            #expect(observed.error as? LoadableError == .timedOut)
+            #expect(!observed.isStale)
+        }
     }
 }

@@ -1,0 +1,43 @@
+public import Loadable
+
+/// Runs `body` while `handler` observes `loadable`, and ends the observation when `body` returns.
+///
+/// For a test that observes a loadable for a few steps and keeps the token only to keep the
+/// observation alive; a test whose subject is the token (cancelling or releasing it) keeps its own.
+///
+/// ```swift
+/// var states: [LoadableState] = []
+/// observing(loadable, { states.append($0.loadableState) }) {
+///     loadable.setSyncing()
+///     #expect(states == [.syncing])
+/// }
+/// ```
+///
+/// - Parameters:
+///   - loadable: The loadable to observe.
+///   - handler: Called on the main actor with `loadable` after each of its changes during `body`.
+///   - body: The steps to observe.
+/// - Returns: What `body` returns.
+/// - Throws: What `body` throws.
+@MainActor
+public func observing<Observed: PureLoadable, Result>(
+    _ loadable: Observed,
+    _ handler: @escaping @MainActor (Observed) -> Void,
+    body: () throws -> Result
+) rethrows -> Result {
+    let observation = loadable.observe(handler)
+    defer { observation.cancel() }
+    return try body()
+}
+
+/// The same as ``observing(_:_:body:)``, for steps that `await`.
+@MainActor
+public func observing<Observed: PureLoadable, Result>(
+    _ loadable: Observed,
+    _ handler: @escaping @MainActor (Observed) -> Void,
+    body: () async throws -> Result
+) async rethrows -> Result {
+    let observation = loadable.observe(handler)
+    defer { observation.cancel() }
+    return try await body()
+}
