@@ -31,13 +31,13 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     public init(_ source: Source, transform: @escaping @MainActor (Source.Contents) -> Contents) {
         self.source = source
         self.transform = transform
-        refresh()
+        refreshDerivedContents()
         follow()
     }
 
     /// Recomputes the contents from the source's, read untracked (following the source is not a
     /// read by a view).
-    private func refresh() {
+    package func refreshDerivedContents() {
         let (isSourceContentsAvailable, sourceContents) = LoadableCore.readUntracked {
             (source.isContentsAvailable, source.contents)
         }
@@ -81,7 +81,6 @@ extension MappedLoadable: LoadableDeriving {
     /// The source.
     package var followed: Source? { source }
     package var hasDerivedContents: Bool { storedContents != nil }
-    package func refreshDerivedContents() { refresh() }
 }
 
 extension MappedLoadable: @MainActor CustomStringConvertible {

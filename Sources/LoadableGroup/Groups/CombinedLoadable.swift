@@ -48,7 +48,7 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     init(members: [any PureLoadable], compute: @escaping @MainActor () -> Contents?) {
         group = LoadableGroup(members, policy: .strict)
         self.compute = compute
-        refresh()
+        refreshDerivedContents()
         // Not an observer of the group: the contents are recomputed on member changes the group
         // itself does not notify (a member's new contents while another syncs).
         group.memberChangeHandler = { [weak self] groupWillNotify in
@@ -61,7 +61,7 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
 
     /// Recomputes the contents, or clears them when a member has none; the members' contents
     /// are read untracked (following them is not a read by a view).
-    private func refresh() {
+    package func refreshDerivedContents() {
         storedContents = group.untrackedStatus.isContentsAvailable ? LoadableCore.readUntracked(compute) : nil
     }
 
@@ -134,5 +134,4 @@ extension CombinedLoadable: LoadableDeriving {
     /// defaults).
     package var followed: LoadableGroup? { group }
     package var hasDerivedContents: Bool { storedContents != nil }
-    package func refreshDerivedContents() { refresh() }
 }
