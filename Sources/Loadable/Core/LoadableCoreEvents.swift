@@ -68,14 +68,15 @@ extension LoadableCore {
     /// Stops telling `subscriber` anything; does nothing when it is not subscribed.
     package func unsubscribe(_ subscriber: any LoadableCoreSubscriber) {
         guard let extras, extras.subscribers.remove(subscriber) else { return }
-        extras.subscribedEvents = extras.subscribers.all.reduce(into: []) { $0.formUnion($1.coreEvents) }
+        extras.subscribedEvents = extras.subscribers.events
     }
 
     /// The subscriber of type `type`, if one is subscribed: how a client finds its own
     /// attachment (a loadable's persistence, the store that owns it).
     package func subscriber<Subscriber>(_ type: Subscriber.Type) -> Subscriber? {
         guard let extras else { return nil }
-        for subscriber in extras.subscribers.all {
+        if let match = extras.subscribers.first as? Subscriber { return match }
+        for subscriber in extras.subscribers.rest {
             if let match = subscriber as? Subscriber { return match }
         }
         return nil
@@ -113,10 +114,9 @@ package struct LoadableCoreSubscriberList {
     /// Creates an empty list.
     init() {}
 
-    /// Every subscriber, in order.
-    var all: [any LoadableCoreSubscriber] {
-        guard let first else { return [] }
-        return [first] + rest
+    /// The kinds of event some subscriber asks for.
+    @MainActor var events: LoadableCoreEvent.Kinds {
+        rest.reduce(into: first?.coreEvents ?? []) { $0.formUnion($1.coreEvents) }
     }
 
     /// Adds `subscriber` last.
