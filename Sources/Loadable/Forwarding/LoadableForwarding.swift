@@ -1,18 +1,15 @@
 /// A loadable that stands for another one: the one mechanism behind both proxies, `map`, leases,
 /// keyed proxies and combined loadables.
 ///
-/// A forwarding type names what it stands for (``followed``) and keeps a ``LoadableFollower``;
-/// this protocol gives it the rest:
-/// - **following**: ``follow()`` subscribes to ``followed`` as an immediate observer (held weakly,
-///   so the forwarding loadable may be released on another thread while the followed one
-///   notifies) and calls ``followedDidNotify()`` at each of its changes; ``stopFollowing()`` ends
-///   it; ``followedDidChange(from:)`` moves everything to a new ``followed``;
+/// A forwarding type names what it stands for (``followed``); this protocol gives it the rest,
+/// and ``LoadableFollowing`` the subscription to it:
 /// - **reads**: the tracked reads its public getters return (``forwardedState``,
 ///   ``forwardedError``, ``forwardedIsContentsAvailable``, ``forwardedContents``), and the
 ///   untracked ones the package's bookkeeping uses (status, staleness, failure record);
 /// - **in use**: a use of the forwarding loadable is a use of a syncable ``followed``;
 /// - **requests**: ``forwardSync()``, ``forwardSyncIfNeeded()``, ``forwardInvalidate()``,
-///   ``forwardCancelSync()`` and ``forwardedNeedsSync`` for a syncable ``followed``.
+///   ``forwardCancelSync()``, ``forwardMutate(optimistic:commit:reconcile:)`` and
+///   ``forwardedNeedsSync(default:)``.
 ///
 /// Each type adds only what makes it different: a proxy's changeable target and its sync before a
 /// target exists, a mapped loadable's transform, a lease's release, a keyed proxy's key and
@@ -24,24 +21,46 @@ package protocol LoadableForwarding: LoadableCoreOwner {
     /// What this loadable stands for now; `nil` when nothing (it is then idle, with no contents
     /// and no error, unless it shows a state of its own).
     var followed: Followed? { get }
-    /// The subscription to ``followed``.
-    var follower: LoadableFollower { get set }
-    /// Called at every change of ``followed`` while following it: by default ``announceChange(_:)``.
-    /// Types that derive values from it update them in between (see ``announceChange(_:)``).
+    /// Called at every change of ``followed``: by default ``announceChange(_:)``. Types that
+    /// derive values from it update them in between.
     func followedDidNotify()
-    /// Whether this loadable follows ``followed`` only while it has observers of its own (a lease,
-    /// a keyed proxy: one that nobody observes must not count as an observer of what it stands
-    /// for, which would, say, start an `AutosyncLoadable`'s timer); `false` (the default): always
-    /// (a proxy, `map`: what they derive is up to date at every change). Observation needs no
-    /// subscription either way: every getter reads ``followed``'s, which Observation tracks too.
+}
+
+/// A ``LoadableForwarding`` loadable that follows what it stands for as an immediate observer of
+/// it, through a ``LoadableFollower`` it keeps (a combined loadable follows its group through the
+/// group's member-change handler instead).
+///
+/// ``follow()`` subscribes to ``LoadableForwarding/followed`` (held weakly, so the forwarding
+/// loadable may be released on another thread while the followed one notifies) and calls
+/// ``LoadableForwarding/followedDidNotify()`` at each of its changes; ``stopFollowing()`` ends it;
+/// ``followedDidChange(from:beforeFollowing:)`` moves everything to a new one.
+@MainActor
+package protocol LoadableFollowing: LoadableForwarding {
+    /// The subscription to ``LoadableForwarding/followed``.
+    var follower: LoadableFollower { get set }
+    /// Whether this loadable follows ``LoadableForwarding/followed`` only while it has observers
+    /// of its own (a lease, a keyed proxy: one that nobody observes must not count as an observer
+    /// of what it stands for, which would, say, start an `AutosyncLoadable`'s timer); `false` (the
+    /// default): always (a proxy, `map`: what they derive is up to date at every change).
+    /// Observation needs no subscription either way: every getter reads the followed loadable's,
+    /// which Observation tracks too.
     static var followsOnlyWhileObserved: Bool { get }
 }
 
 extension LoadableForwarding {
-    // MARK: Following
-
     package func followedDidNotify() { announceChange() }
 
+    /// Tells Observation and the observers that this loadable changed, running `update` (values
+    /// derived from ``followed``) after Observation's `willSet` and before the observers.
+    @inline(__always)
+    package func announceChange(_ update: () -> Void = {}) {
+        core.willChange()
+        update()
+        core.didChange(NotificationSubject(self))
+    }
+}
+
+extension LoadableFollowing {
     package static var followsOnlyWhileObserved: Bool { false }
 
     /// Starts following when the first observer arrives, if it follows only while observed.
@@ -54,17 +73,8 @@ extension LoadableForwarding {
         if Self.followsOnlyWhileObserved { stopFollowing() }
     }
 
-    /// Tells Observation and the observers that this loadable changed, running `update` (values
-    /// derived from ``followed``) after Observation's `willSet` and before the observers.
-    @inline(__always)
-    package func announceChange(_ update: () -> Void = {}) {
-        core.willChange()
-        update()
-        core.didChange(NotificationSubject(self))
-    }
-
-    /// Follows the current ``followed`` (stops following an earlier one); stops following when
-    /// there is none.
+    /// Follows the current ``LoadableForwarding/followed`` (stops following an earlier one);
+    /// stops following when there is none.
     package func follow() {
         guard let followed else {
             follower.stop()
@@ -75,15 +85,15 @@ extension LoadableForwarding {
         follower.start(followed.addFollowerObserver { [weak self] _ in self?.followedDidNotify() })
     }
 
-    /// Stops following ``followed``.
+    /// Stops following ``LoadableForwarding/followed``.
     package func stopFollowing() {
         follower.stop()
     }
 
-    /// Moves to a new ``followed`` (already stored), after `oldFollowed`: stops following the old
-    /// one, passes "in use" from it to the new one, runs `beforeFollowing`, and follows the new
-    /// one (unless this loadable follows only while observed and has no observers). Does not
-    /// notify.
+    /// Moves to a new ``LoadableForwarding/followed`` (already stored), after `oldFollowed`: stops
+    /// following the old one, passes "in use" from it to the new one, runs `beforeFollowing`, and
+    /// follows the new one (unless this loadable follows only while observed and has no
+    /// observers). Does not notify.
     package func followedDidChange(from oldFollowed: Followed?, beforeFollowing: () -> Void = {}) {
         follower.stop()
         if core.isInUse {
@@ -94,7 +104,9 @@ extension LoadableForwarding {
         beforeFollowing()
         if !Self.followsOnlyWhileObserved || core.hasObservers { follow() }
     }
+}
 
+extension LoadableForwarding {
     // MARK: Reads
 
     /// ``followed``'s state, read for a public getter (tracked); this loadable's own without it.
@@ -195,7 +207,7 @@ extension LoadableDeriving {
     }
 }
 
-/// The subscription of a ``LoadableForwarding`` loadable to what it stands for.
+/// The subscription of a ``LoadableFollowing`` loadable to what it stands for.
 @MainActor
 package struct LoadableFollower {
     private var observation: LoadableObservation?

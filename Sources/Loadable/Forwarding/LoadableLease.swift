@@ -160,7 +160,7 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     }
 }
 
-extension LoadableLease: LoadableForwarding {
+extension LoadableLease: LoadableFollowing {
     /// The loadable.
     package var followed: Value? { loadable }
 

@@ -77,7 +77,7 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     }
 }
 
-extension MappedLoadable: LoadableDeriving {
+extension MappedLoadable: LoadableDeriving, LoadableFollowing {
     /// The source.
     package var followed: Source? { source }
     package var hasDerivedContents: Bool { storedContents != nil }

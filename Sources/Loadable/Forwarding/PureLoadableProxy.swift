@@ -94,7 +94,7 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     }
 }
 
-extension PureLoadableProxy: LoadableForwarding {
+extension PureLoadableProxy: LoadableFollowing {
     /// The target.
     package var followed: Target? { target }
 

@@ -234,7 +234,7 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     }
 }
 
-extension KeyedLoadableProxy: LoadableForwarding {
+extension KeyedLoadableProxy: LoadableFollowing {
     /// The current key's entry.
     package var followed: Value? { lease?.loadable }
 

@@ -37,8 +37,6 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     package let group: LoadableGroup
     private let compute: @MainActor () -> Contents?
     private var storedContents: Contents?
-    /// Unused: this loadable follows its group through the group's member-change handler.
-    package var follower = LoadableFollower()
 
     /// Creates a loadable following a strict group of `members`.
     ///
