@@ -352,14 +352,11 @@ struct PersistenceModelTests {
             total.add(coverage)
             return failure
         } explain: { configuration, operations in
-            var steps: [String] = []
-            var ignored = Coverage()
-            let failure = await Self.mismatch(
-                in: operations, configuration: configuration, coverage: &ignored, trace: { steps.append($0) })
-            return """
-                its steps: \(steps.joined(separator: "; "))
-                its failure: \(failure ?? "?")
-                """
+            await explanationTracingSteps { trace in
+                var ignored = Coverage()
+                return await Self.mismatch(
+                    in: operations, configuration: configuration, coverage: &ignored, trace: trace)
+            }
         }
         guard matched else { return }
         // The sequences reach every rule, many times.

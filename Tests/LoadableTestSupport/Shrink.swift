@@ -138,3 +138,25 @@ private func runRandomSequences<Setup, Operation>(
     }
     return true
 }
+
+/// An `explain` for ``checkRandomSequences(count:baseSeed:scenario:mismatch:shrinkSetup:describeSetup:describe:explain:sourceLocation:)``
+/// from a run that reports each of its steps: "its steps: …" (joined by "; "), then "its failure:
+/// …".
+///
+/// - Parameter run: Runs the shortest failing sequence, calling `trace` with each step, and
+///   returns its mismatch.
+/// - Returns: The lines of the report after the sequence.
+@MainActor
+public func explanationTracingSteps(
+    _ run: @MainActor (_ trace: @escaping (String) -> Void) async -> String?
+) async -> String {
+    final class Steps {
+        var lines: [String] = []
+    }
+    let steps = Steps()
+    let failure = await run { steps.lines.append($0) }
+    return """
+        its steps: \(steps.lines.joined(separator: "; "))
+        its failure: \(failure ?? "?")
+        """
+}
