@@ -4,8 +4,10 @@ internal import Loadable
 /// for: a save of a key never lands after a newer save of it, a restore reads the last save asked
 /// for before it, and a `removeAll()` follows every save asked for before it.
 ///
-/// One queue per cache object, found by the object's identity while it has work, and forgotten
-/// when it runs dry. A save waiting for its turn is replaced by a newer save of the same key
+/// One queue per store of entries, found by its identity while it has work, and forgotten when it
+/// runs dry: a cache object's own identity, unless it shares its entries with other objects (the
+/// ``FileLoadableCache`` objects of one folder, a ``LoadableCache/scoped(_:)`` view and its
+/// cache), which then share one queue. Jobs are keyed by the key in that store. A save waiting for its turn is replaced by a newer save of the same key
 /// (only the newest contents matter), unless another job of that key was queued in between.
 ///
 /// **Threads.** One task off the main actor runs the jobs' work (encode and save, load and decode)
@@ -18,19 +20,39 @@ final class CacheQueue: Sendable {
     /// The queues with work, by the identity of their cache.
     @MainActor private static var queues: [ObjectIdentifier: CacheQueue] = [:]
 
+    /// The identity of the queue `cache`'s jobs run on.
+    static func identity(of cache: any LoadableCache) -> ObjectIdentifier {
+        (cache as? any CacheQueueSharing)?.queueIdentity ?? ObjectIdentifier(cache)
+    }
+
+    /// `key` of `cache` as the key of a job on its queue.
+    static func queueKey(_ key: String, in cache: any LoadableCache) -> String {
+        (cache as? any CacheQueueSharing)?.queueKey(for: key) ?? key
+    }
+
     /// The queue of `cache`, made if it has none.
     @MainActor static func of(_ cache: any LoadableCache) -> CacheQueue {
-        let id = ObjectIdentifier(cache)
+        let id = identity(of: cache)
         if let queue = queues[id] { return queue }
-        let queue = CacheQueue(cache: cache)
+        let queue = CacheQueue(identity: id)
         queues[id] = queue
         return queue
+    }
+
+    /// Queues a save of `key` in `cache`, or replaces the save of it that waits for its turn.
+    @MainActor static func enqueueSave(in cache: any LoadableCache, key: String, work: @escaping Work) {
+        of(cache).enqueueSave(key: queueKey(key, in: cache), work: work)
+    }
+
+    /// Queues a job about `key` in `cache` (about every key for `nil`) that is not a save.
+    @MainActor static func enqueue(in cache: any LoadableCache, key: String?, work: @escaping Work) {
+        of(cache).enqueue(Job(key: key.map { queueKey($0, in: cache) }, work: work))
     }
 
     /// Waits until every job asked of `cache` so far has run, and its main-actor step too.
     @MainActor static func flush(_ cache: any LoadableCache) async {
         await withCheckedContinuation { continuation in
-            of(cache).enqueue(Job(key: nil) { { continuation.resume() } })
+            enqueue(in: cache, key: nil) { { continuation.resume() } }
         }
     }
 
@@ -66,15 +88,16 @@ final class CacheQueue: Sendable {
         var isRunningSteps = false
     }
 
-    let cache: any LoadableCache
+    /// The identity the queue is found by.
+    let identity: ObjectIdentifier
     private let state = Locked(State())
 
-    private init(cache: any LoadableCache) {
-        self.cache = cache
+    private init(identity: ObjectIdentifier) {
+        self.identity = identity
     }
 
     /// Queues a save of `key`, or replaces the save of `key` that is waiting for its turn.
-    @MainActor func enqueueSave(key: String, work: @escaping Work) {
+    @MainActor private func enqueueSave(key: String, work: @escaping Work) {
         let startsRun = state.withLock { state -> Bool in
             if let waiting = state.waitingSaves[key] {
                 waiting.work = work
@@ -89,7 +112,7 @@ final class CacheQueue: Sendable {
 
     /// Queues a job that is not a save: after it, a save of its key (of every key, for a job
     /// about every key) waits its turn behind it.
-    @MainActor func enqueue(_ job: Job) {
+    @MainActor private func enqueue(_ job: Job) {
         let startsRun = state.withLock { state -> Bool in
             if let key = job.key { state.waitingSaves[key] = nil } else { state.waitingSaves.removeAll() }
             return Self.append(job, to: &state)
@@ -117,9 +140,8 @@ final class CacheQueue: Sendable {
         // The queue is forgotten on the main actor, after the steps of its last jobs, unless a job
         // was queued meanwhile.
         handOver { [self] in
-            let id = ObjectIdentifier(cache)
-            guard Self.queues[id] === self, !state.withLock({ $0.isRunning }) else { return }
-            Self.queues[id] = nil
+            guard Self.queues[identity] === self, !state.withLock({ $0.isRunning }) else { return }
+            Self.queues[identity] = nil
         }
     }
 
@@ -166,4 +188,12 @@ final class CacheQueue: Sendable {
             for step in steps { step() }
         }
     }
+}
+
+/// A cache whose entries other cache objects share: its jobs run on the queue of those entries.
+protocol CacheQueueSharing: LoadableCache {
+    /// The identity of the queue of the entries (the same for every object that shares them).
+    var queueIdentity: ObjectIdentifier { get }
+    /// `key` as the key of a job on that queue (the key in the shared entries).
+    func queueKey(for key: String) -> String
 }

@@ -27,10 +27,98 @@ public protocol LoadableCache: AnyObject, Sendable {
 
     /// Removes every entry (logout: the next user must not see the last user's data).
     func removeAll() async throws
+
+    /// Removes every entry whose key starts with `prefix`, entries of earlier launches included:
+    /// what the `removeAll()` of a ``scoped(_:)`` view does. An empty prefix removes every entry.
+    ///
+    /// The file and memory caches implement it. A cache of your own that does not fails with
+    /// ``LoadableCacheError/removeAllFailed(underlying:)`` naming it, and removes nothing.
+    func removeEntries(keyPrefix prefix: String) async throws
 }
 
-/// What a ``LoadableCache`` keeps for one key: the encoded contents, when they were confirmed, and
-/// the version of their encoding.
+extension LoadableCache {
+    /// Fails: a cache that does not implement it cannot remove the entries of a scope.
+    ///
+    /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` naming the cache's type.
+    public func removeEntries(keyPrefix prefix: String) async throws {
+        throw LoadableCacheError.removeAllFailed(underlying: UnsupportedPrefixRemoval(cacheType: "\(type(of: self))"))
+    }
+
+    /// A view of this cache whose keys are `prefix` followed by the key asked for, and whose
+    /// `removeAll()` removes only the entries whose keys start with `prefix`.
+    ///
+    /// Stores that share one cache each take a scope, so that one store's logout never wipes
+    /// another's entries:
+    ///
+    /// ```swift
+    /// let cache = FileLoadableCache(directory: caches.appendingPathComponent("loadables"))
+    /// let posts = LoadableStore<Int, Post>(cache: cache.scoped("posts/"), cacheKey: { "\($0)" }) { … }
+    /// let users = LoadableStore<String, User>(cache: cache.scoped("users/"), cacheKey: { $0 }) { … }
+    /// ```
+    ///
+    /// End a prefix with a separator (`/`, `:`), so that no scope's prefix starts another's. A
+    /// scope of a scope adds its prefix after its parent's. The view shares the cache's order:
+    /// reads and writes through it and through the cache run one at a time, in the order asked.
+    ///
+    /// - Parameter prefix: What every key of the view starts with in this cache.
+    /// - Returns: The view.
+    public func scoped(_ prefix: String) -> any LoadableCache {
+        if let scope = self as? ScopedLoadableCache {
+            return ScopedLoadableCache(base: scope.base, prefix: scope.prefix + prefix)
+        }
+        return ScopedLoadableCache(base: self, prefix: prefix)
+    }
+}
+
+/// What a cache that does not implement ``LoadableCache/removeEntries(keyPrefix:)`` fails with.
+struct UnsupportedPrefixRemoval: Error, CustomStringConvertible {
+    let cacheType: String
+
+    var description: String {
+        "\(cacheType) does not implement removeEntries(keyPrefix:), which the removeAll() of a scoped(_:) view needs"
+    }
+}
+
+/// The view ``LoadableCache/scoped(_:)`` returns: every key prefixed, `removeAll()` of its own
+/// entries only.
+final class ScopedLoadableCache: LoadableCache, CacheQueueSharing {
+    /// The cache the entries are in (never itself a scope).
+    let base: any LoadableCache
+    /// What every key of the view starts with in ``base``.
+    let prefix: String
+
+    init(base: any LoadableCache, prefix: String) {
+        self.base = base
+        self.prefix = prefix
+    }
+
+    func load(key: String) async throws -> CachedEntry? {
+        try await base.load(key: prefix + key)
+    }
+
+    func save(_ entry: CachedEntry, key: String) async throws {
+        try await base.save(entry, key: prefix + key)
+    }
+
+    func remove(key: String) async throws {
+        try await base.remove(key: prefix + key)
+    }
+
+    func removeAll() async throws {
+        try await base.removeEntries(keyPrefix: prefix)
+    }
+
+    func removeEntries(keyPrefix prefix: String) async throws {
+        try await base.removeEntries(keyPrefix: self.prefix + prefix)
+    }
+
+    var queueIdentity: ObjectIdentifier { CacheQueue.identity(of: base) }
+
+    func queueKey(for key: String) -> String { CacheQueue.queueKey(prefix + key, in: base) }
+}
+
+/// What a ``LoadableCache`` keeps for one key: the encoded contents, when they were confirmed, the
+/// version of their encoding, and a few strings about them (an HTTP loadable's validators).
 public struct CachedEntry: Sendable, Codable, Hashable {
     /// The encoded contents.
     public var data: Data
@@ -39,6 +127,10 @@ public struct CachedEntry: Sendable, Codable, Hashable {
     public var savedAt: Date
     /// The version of the encoding; a restore takes only entries of its own version.
     public var version: Int
+    /// Strings kept with the contents, given back on restore: an `HTTPLoadable` keeps its `ETag`
+    /// and `Last-Modified` here, so that its first sync after a launch can be answered by a 304.
+    /// Empty by default, and for entries saved before it existed.
+    public var metadata: [String: String]
 
     /// Creates an entry.
     ///
@@ -46,10 +138,27 @@ public struct CachedEntry: Sendable, Codable, Hashable {
     ///   - data: The encoded contents.
     ///   - savedAt: When the contents were confirmed.
     ///   - version: The version of the encoding.
-    public init(data: Data, savedAt: Date, version: Int) {
+    ///   - metadata: Strings kept with the contents; empty by default.
+    public init(data: Data, savedAt: Date, version: Int, metadata: [String: String] = [:]) {
         self.data = data
         self.savedAt = savedAt
         self.version = version
+        self.metadata = metadata
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case data, savedAt, version, metadata
+    }
+
+    /// Decodes an entry; one encoded before ``metadata`` existed has none.
+    ///
+    /// - Parameter decoder: The decoder to read from.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        data = try container.decode(Data.self, forKey: .data)
+        savedAt = try container.decode(Date.self, forKey: .savedAt)
+        version = try container.decode(Int.self, forKey: .version)
+        metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata) ?? [:]
     }
 }
 
@@ -145,6 +254,14 @@ public actor InMemoryLoadableCache: LoadableCache {
     /// Removes every entry.
     public func removeAll() {
         entries.removeAll()
+    }
+
+    /// Removes every entry whose key starts with `prefix` (compared as Swift compares strings).
+    ///
+    /// - Parameter prefix: The start of the keys to remove; empty removes every entry.
+    public func removeEntries(keyPrefix prefix: String) {
+        guard !prefix.isEmpty else { return entries.removeAll() }
+        entries = entries.filter { !$0.key.hasPrefix(prefix) }
     }
 
     /// The keys that have an entry, sorted: what a test checks after a logout.

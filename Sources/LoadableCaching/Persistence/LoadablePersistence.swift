@@ -72,31 +72,30 @@ extension Loadable where Contents: Codable & Sendable {
                 let contents = self.baseContents
             else { return }
             let savedAt = now()
-            CacheQueue.of(cache).enqueueSave(key: key) { [weak persistence] in
+            CacheQueue.enqueueSave(in: cache, key: key) { [weak persistence] in
                 guard let error = await settings.save(contents, savedAt: savedAt) else { return nil }
                 return { [weak persistence] in persistence?.report(error) }
             }
         }
         core.subscribe(persistence)
-        CacheQueue.of(cache).enqueue(
-            CacheQueue.Job(key: key) { [weak self, weak persistence] in
-                let outcome: RestoreOutcome<Contents> = await settings.restore()
-                return { [weak self, weak persistence] in
-                    guard let persistence else { return }
-                    persistence.isRestoring = false
-                    switch outcome {
-                    case .nothing:
-                        break
-                    case .failed(let error):
-                        persistence.report(error)
-                    case .restored(let contents, let age):
-                        // Dropped when stopped, or when the contents were confirmed meanwhile (or
-                        // before): a restore never takes contents backwards.
-                        guard let self, !persistence.isStopped, core.confirmedAt == nil else { return }
-                        restoreContents(contents, age: age)
-                    }
+        CacheQueue.enqueue(in: cache, key: key) { [weak self, weak persistence] in
+            let outcome: RestoreOutcome<Contents> = await settings.restore()
+            return { [weak self, weak persistence] in
+                guard let persistence else { return }
+                persistence.isRestoring = false
+                switch outcome {
+                case .nothing:
+                    break
+                case .failed(let error):
+                    persistence.report(error)
+                case .restored(let contents, let age):
+                    // Dropped when stopped, or when the contents were confirmed meanwhile (or
+                    // before): a restore never takes contents backwards.
+                    guard let self, !persistence.isStopped, core.confirmedAt == nil else { return }
+                    restoreContents(contents, age: age)
                 }
-            })
+            }
+        }
         return persistence
     }
 }

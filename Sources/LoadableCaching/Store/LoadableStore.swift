@@ -504,32 +504,30 @@ struct StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
         let cacheKey = cacheKey(key)
         let cache = cache
         let onError = onError
-        CacheQueue.of(cache).enqueue(
-            CacheQueue.Job(key: cacheKey) {
-                do {
-                    try await cache.remove(key: cacheKey)
-                    return nil
-                } catch {
-                    let failure = error as? LoadableCacheError ?? .removeFailed(key: cacheKey, underlying: error)
-                    return { onError?(failure) }
-                }
-            })
+        CacheQueue.enqueue(in: cache, key: cacheKey) {
+            do {
+                try await cache.remove(key: cacheKey)
+                return nil
+            } catch {
+                let failure = error as? LoadableCacheError ?? .removeFailed(key: cacheKey, underlying: error)
+                return { onError?(failure) }
+            }
+        }
     }
 
     /// Queues the clearing of the cache.
     func removeAllCachedEntries() {
         let cache = cache
         let onError = onError
-        CacheQueue.of(cache).enqueue(
-            CacheQueue.Job(key: nil) {
-                do {
-                    try await cache.removeAll()
-                    return nil
-                } catch {
-                    let failure = error as? LoadableCacheError ?? .removeAllFailed(underlying: error)
-                    return { onError?(failure) }
-                }
-            })
+        CacheQueue.enqueue(in: cache, key: nil) {
+            do {
+                try await cache.removeAll()
+                return nil
+            } catch {
+                let failure = error as? LoadableCacheError ?? .removeAllFailed(underlying: error)
+                return { onError?(failure) }
+            }
+        }
     }
 }
 
