@@ -64,7 +64,7 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
 
     /// Runs the syncs; it holds the loadable weakly, so that releasing the loadable cancels its
     /// request.
-    private let loader: HTTPRequestLoader<Contents>
+    let loader: HTTPRequestLoader<Contents>
 
     /// Creates a loadable that sends `request` on each sync.
     ///
@@ -121,7 +121,7 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     weak var loadable: HTTPLoadable<Contents>?
 
     /// The validators of the contents: from the last 2xx (or 304) whose result was kept.
-    private var validators = Validators()
+    var validators = Validators()
 
     init(
         request: URLRequest,

@@ -65,12 +65,15 @@ struct PersistenceErrorTests {
         #expect(recorder.count == 0)
     }
 
-    @Test("a load that throws: the entry is removed, reported as loadFailed, or as the LoadableCacheError thrown")
+    @Test(
+        "a load that throws: a corrupt entry is removed; any other failure (a read error, loadFailed) is reported and the entry kept"
+    )
     func loadThrows() async throws {
         let wall = PersistenceWallClock()
-        for (thrown, summary) in [
-            (TestError("disk") as any Error, "loadFailed k"),
-            (LoadableCacheError.corrupt(key: "k", reason: "cut short") as any Error, "corrupt k"),
+        for (thrown, summary, isRemoved) in [
+            (TestError("disk") as any Error, "loadFailed k", false),
+            (LoadableCacheError.loadFailed(key: "k", underlying: TestError("disk")) as any Error, "loadFailed k", false),
+            (LoadableCacheError.corrupt(key: "k", reason: "cut short") as any Error, "corrupt k", true),
         ] {
             let cache = ScriptedPersistenceCache(entries: ["k": try persistedEntry(7, savedAt: wall.now)])
             await cache.fail(.load, with: thrown)
@@ -82,8 +85,8 @@ struct PersistenceErrorTests {
             if case .loadFailed(_, let underlying) = log.errors.first as? LoadableCacheError {
                 #expect((underlying as? TestError) == TestError("disk"))
             }
-            #expect(await cache.operations == [.load, .remove])
-            #expect(await cache.keys.isEmpty)
+            #expect(await cache.operations == (isRemoved ? [.load, .remove] : [.load]))
+            #expect(await cache.keys == (isRemoved ? [] : ["k"]))
             #expect(loadable.loadableState == .syncing)
             #expect(loadable.contents == nil)
         }

@@ -14,8 +14,10 @@ public import Foundation
 public protocol LoadableCache: AnyObject, Sendable {
     /// The entry saved under `key`, or `nil` if there is none.
     ///
-    /// Throw when an entry is there but cannot be read (a corrupt file): the persistence then
-    /// removes it and reports the error.
+    /// Throw ``LoadableCacheError/corrupt(key:reason:)`` when an entry is there but its bytes are
+    /// not a whole entry: the persistence then removes it and reports the error. Throw anything
+    /// else when it could not be read (permissions, too many open files): the persistence reports
+    /// it and leaves the entry for a later read.
     func load(key: String) async throws -> CachedEntry?
 
     /// Saves `entry` under `key`, replacing any entry there. A save that fails must leave the
@@ -176,7 +178,9 @@ public enum LoadableCacheError: Error, CustomStringConvertible {
     case decodingFailed(key: String, underlying: any Error)
     /// The contents could not be encoded for `key`; nothing was saved.
     case encodingFailed(key: String, underlying: any Error)
-    /// Reading the entry of `key` failed (for example, the cache's directory is unreadable).
+    /// Reading the entry of `key` failed for a reason other than its bytes (for example, the
+    /// cache's directory is unreadable, or the process has too many open files). The entry is
+    /// left alone.
     case loadFailed(key: String, underlying: any Error)
     /// Saving the entry of `key` failed (for example, the directory is not writable); the
     /// previous entry, if any, is left whole.

@@ -26,10 +26,16 @@ extension Loadable where Contents: Codable & Sendable {
     /// off the main actor. Saves go through the cache one at a time, in order; a save still
     /// waiting for its turn is replaced by a newer one.
     ///
-    /// **Errors.** An entry that cannot be read or decoded, or of another version, is removed, and
-    /// the loadable starts without it; a save that fails leaves the previous entry. Each failure
-    /// calls `onError` once, with a ``LoadableCacheError`` that names the key. A persistence error
-    /// never changes the loadable's state.
+    /// **Errors.** An entry proven unusable (its bytes are not a whole entry, it is of another
+    /// version, or it does not decode) is removed, and the loadable starts without it; an entry
+    /// that could not be read for another reason (permissions, too many open files) is left for a
+    /// later launch. A save that fails leaves the previous entry. Each failure calls `onError`
+    /// once, with a ``LoadableCacheError`` that names the key. A persistence error never changes
+    /// the loadable's state.
+    ///
+    /// **Metadata.** A loadable that keeps strings beside its contents (an `HTTPLoadable`'s
+    /// `ETag` and `Last-Modified`) saves them in the entry's ``CachedEntry/metadata`` and gets
+    /// them back with the restored contents.
     ///
     /// **Lifetime.** The loadable owns its persistence: it runs as long as the loadable lives
     /// (so calling this inside a store's `make` works) or until ``LoadablePersistence/stop()``.
@@ -72,8 +78,11 @@ extension Loadable where Contents: Codable & Sendable {
                 let contents = self.baseContents
             else { return }
             let savedAt = now()
+            let metadata = (self as? any PersistedMetadataProviding)?.persistedMetadata ?? [:]
             CacheQueue.enqueueSave(in: cache, key: key) { [weak persistence] in
-                guard let error = await settings.save(contents, savedAt: savedAt) else { return nil }
+                guard let error = await settings.save(contents, savedAt: savedAt, metadata: metadata) else {
+                    return nil
+                }
                 return { [weak persistence] in persistence?.report(error) }
             }
         }
@@ -83,15 +92,19 @@ extension Loadable where Contents: Codable & Sendable {
             return { [weak self, weak persistence] in
                 guard let persistence else { return }
                 persistence.isRestoring = false
+                defer { persistence.restoreDidFinish() }
                 switch outcome {
                 case .nothing:
                     break
                 case .failed(let error):
                     persistence.report(error)
-                case .restored(let contents, let age):
+                case .restored(let contents, let age, let metadata):
                     // Dropped when stopped, or when the contents were confirmed meanwhile (or
                     // before): a restore never takes contents backwards.
                     guard let self, !persistence.isStopped, core.confirmedAt == nil else { return }
+                    if !metadata.isEmpty, let receiver = self as? any PersistedMetadataProviding {
+                        receiver.restorePersistedMetadata(metadata)
+                    }
                     restoreContents(contents, age: age)
                 }
             }
@@ -131,6 +144,8 @@ public final class LoadablePersistence {
     /// Queues a save of the loadable's contents now; set by `persist`.
     var saveContents: (@MainActor () -> Void)?
     private weak var core: LoadableCore?
+    /// The callers of ``restored()`` waiting for the restore to finish.
+    private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(cache: any LoadableCache, key: String, core: LoadableCore, onError: (@MainActor (any Error) -> Void)?) {
         self.cache = cache
@@ -152,6 +167,30 @@ public final class LoadablePersistence {
     /// persistence that shares the cache object).
     public func flush() async {
         await CacheQueue.flush(cache)
+    }
+
+    /// Waits until the restore has finished: its contents are on the loadable, or it found
+    /// nothing (no entry, one too old, one that failed), or it was dropped (the contents were
+    /// confirmed first, or the persistence stopped). Returns at once once it has.
+    ///
+    /// Unlike ``flush()``, it does not wait for saves or for other keys' work, so a screen can
+    /// await it before its first frame and show the restored contents instead of a spinner:
+    ///
+    /// ```swift
+    /// let persistence = feed.persist(in: cache, key: "feed")
+    /// await persistence.restored()
+    /// feed.syncIfNeeded()
+    /// ```
+    public func restored() async {
+        guard isRestoring else { return }
+        await withCheckedContinuation { restoreWaiters.append($0) }
+    }
+
+    /// Ends the waits of ``restored()``.
+    func restoreDidFinish() {
+        let waiters = restoreWaiters
+        restoreWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     func report(_ error: any Error) {
@@ -176,8 +215,8 @@ enum RestoreOutcome<Contents: Sendable>: Sendable {
     case nothing
     /// An entry that could not be used (it was removed).
     case failed(LoadableCacheError)
-    /// Contents saved `age` ago.
-    case restored(Contents, age: Duration)
+    /// Contents saved `age` ago, and the strings kept with them.
+    case restored(Contents, age: Duration, metadata: [String: String])
 }
 
 /// A persistence's settings, and the work it does with them off the main actor.
@@ -192,7 +231,7 @@ struct PersistenceSettings: Sendable {
 
     /// Encodes `contents` and saves them; returns the error, if any.
     nonisolated func save<Contents: Encodable & Sendable>(
-        _ contents: Contents, savedAt: Date
+        _ contents: Contents, savedAt: Date, metadata: [String: String]
     ) async
         -> LoadableCacheError?
     {
@@ -203,7 +242,8 @@ struct PersistenceSettings: Sendable {
             return .encodingFailed(key: key, underlying: error)
         }
         do {
-            try await cache.save(CachedEntry(data: data, savedAt: savedAt, version: version), key: key)
+            try await cache.save(
+                CachedEntry(data: data, savedAt: savedAt, version: version, metadata: metadata), key: key)
             return nil
         } catch {
             return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
@@ -222,16 +262,22 @@ struct PersistenceSettings: Sendable {
             let age = Duration.seconds(seconds.isFinite ? Swift.min(seconds, 1e12) : 1e12)
             if let maxRestoreAge, age > maxRestoreAge { return .nothing }
             do {
-                return .restored(try decoder.decode(Contents.self, from: entry.data), age: age)
+                let contents = try decoder.decode(Contents.self, from: entry.data)
+                return .restored(contents, age: age, metadata: entry.metadata)
             } catch {
                 throw LoadableCacheError.decodingFailed(key: key, underlying: error)
             }
         } catch {
             failure = error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error)
         }
-        // The entry is of no use: remove it, so that it is not read again. A failure to remove it
-        // is not reported apart (the next save replaces it).
-        try? await cache.remove(key: key)
+        // An entry proven useless (its bytes, its version, its decoding) is removed, so that it is
+        // not read again; a failure to remove it is not reported apart (the next save replaces
+        // it). A read that failed for another reason (permissions, too many open files) leaves
+        // the entry alone: it may be good, and the next restore may read it.
+        switch failure {
+        case .corrupt, .versionMismatch, .decodingFailed: try? await cache.remove(key: key)
+        default: break
+        }
         return .failed(failure)
     }
 }

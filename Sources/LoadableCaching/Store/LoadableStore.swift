@@ -404,9 +404,13 @@ extension LoadableStore {
     ///   - retention: How long an entry is kept after its last lease ended.
     ///   - maxRetained: How many entries without leases are kept at most.
     ///   - clock: The clock retention (and the entries' ages) run on.
-    ///   - cache: Where the entries' contents are kept.
+    ///   - cache: Where the entries' contents are kept. The store owns it: its ``removeAll()``
+    ///     clears the whole cache, entries of earlier launches included. Stores that share one
+    ///     cache each take a scope of it (`cache.scoped("posts/")`); giving a cache (or a scope)
+    ///     that a live store already has, or a scope that overlaps another store's, stops the
+    ///     program with a message naming `scoped(_:)`.
     ///   - cacheKey: The cache key of an entry's key. Different keys must give different cache
-    ///     keys; a cache shared with other stores needs a prefix per store.
+    ///     keys.
     ///   - version: The version of the contents' encoding.
     ///   - maxRestoreAge: Entries saved longer ago than this are not restored; `nil` restores any
     ///     age, and any length up to `.seconds(Int64.max)` is valid. Negative stops the program.
@@ -432,13 +436,26 @@ extension LoadableStore {
     ) where Value: Loadable<Contents> {
         requireValidMaxRestoreAge(maxRestoreAge, in: "LoadableStore")
         self.init(retention: retention, maxRetained: maxRetained, clock: clock, make: make)
-        persistence = StorePersistence(
-            cache: cache, cacheKey: cacheKey, onError: onError,
-            persist: { value, cacheKey in
-                value.persist(
-                    in: cache, key: cacheKey, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
-                    decoder: decoder, now: now, onError: onError)
-            })
+        StoreCacheClaims.claim(cache, for: self)
+        let persistence = StorePersistence<Key, Value>(cache: cache, cacheKey: cacheKey, onError: onError)
+        persistence.persist = { [weak persistence] value, cacheKey in
+            value.persist(
+                in: cache, key: cacheKey, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
+                decoder: decoder, now: now, onError: { error in persistence?.onError?(error) })
+        }
+        persistence.restored = { value in
+            await value.core.subscriber(LoadablePersistence.self)?.restored()
+        }
+        self.persistence = persistence
+    }
+
+    /// Told of each failure to restore, save or remove an entry of the store's cache, with a
+    /// `LoadableCacheError` that names the cache key; the store and its entries carry on either
+    /// way. Set at init (`onError:`) or later; setting it reaches the entries already made. A
+    /// store without a cache ignores it (and reads `nil`).
+    public var onCacheError: (@MainActor (any Error) -> Void)? {
+        get { persistence?.onError }
+        set { persistence?.onError = newValue }
     }
 
     /// Waits until every read and write asked of the store's cache so far is done: the entries'
@@ -447,6 +464,25 @@ extension LoadableStore {
     public func flush() async {
         guard let cache = persistence?.cache else { return }
         await CacheQueue.flush(cache)
+    }
+
+    /// Waits until the restore of `key`'s entry has finished: its cached contents are on the
+    /// entry, or there were none to restore (see `LoadablePersistence.restored()`). Returns at
+    /// once when the store has no entry for `key` (lease it first), or no cache.
+    ///
+    /// A screen leases its key, then awaits this before its first frame, so that it shows the
+    /// contents of the last launch instead of a spinner:
+    ///
+    /// ```swift
+    /// let post = posts.lease(id)
+    /// await posts.restored(id)
+    /// post.syncIfNeeded()
+    /// ```
+    ///
+    /// - Parameter key: The key of the entry.
+    public func restored(_ key: Key) async {
+        guard let persistence, let entry = entries[key] else { return }
+        await persistence.restored?(entry.value)
     }
 
     /// Writes the contents of `key`'s entry without a sync (see `PushLoadable.setContents(_:)`),
@@ -487,30 +523,39 @@ extension LoadableStore {
 
 /// How a store persists its entries: what its init with a cache was given.
 @MainActor
-struct StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
+final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
     let cache: any LoadableCache
     let cacheKey: @MainActor (Key) -> String
-    let onError: (@MainActor (any Error) -> Void)?
+    /// The store's `onCacheError`; the entries' persistences call it through this object, so that
+    /// setting it reaches them.
+    var onError: (@MainActor (any Error) -> Void)?
     /// Persists a loadable under a cache key, as the store's init was told to.
-    let persist: @MainActor (Value, String) -> Void
+    var persist: (@MainActor (Value, String) -> Void)?
+    /// Waits for the restore of a loadable persisted by ``persist``.
+    var restored: (@MainActor (Value) async -> Void)?
+
+    init(cache: any LoadableCache, cacheKey: @escaping @MainActor (Key) -> String, onError: (@MainActor (any Error) -> Void)?) {
+        self.cache = cache
+        self.cacheKey = cacheKey
+        self.onError = onError
+    }
 
     /// Persists a new entry's loadable.
     func persist(_ value: Value, key: Key) {
-        persist(value, cacheKey(key))
+        persist?(value, cacheKey(key))
     }
 
     /// Queues the removal of `key`'s cached entry.
     func removeCachedEntry(of key: Key) {
         let cacheKey = cacheKey(key)
         let cache = cache
-        let onError = onError
         CacheQueue.enqueue(in: cache, key: cacheKey) {
             do {
                 try await cache.remove(key: cacheKey)
                 return nil
             } catch {
                 let failure = error as? LoadableCacheError ?? .removeFailed(key: cacheKey, underlying: error)
-                return { onError?(failure) }
+                return { self.onError?(failure) }
             }
         }
     }
@@ -518,14 +563,13 @@ struct StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
     /// Queues the clearing of the cache.
     func removeAllCachedEntries() {
         let cache = cache
-        let onError = onError
         CacheQueue.enqueue(in: cache, key: nil) {
             do {
                 try await cache.removeAll()
                 return nil
             } catch {
                 let failure = error as? LoadableCacheError ?? .removeAllFailed(underlying: error)
-                return { onError?(failure) }
+                return { self.onError?(failure) }
             }
         }
     }
