@@ -13,6 +13,8 @@ extension Tour {
         let files = savedFiles()
         timeline.log("posts store", "saved", "\(files) entries on disk, one file per key")
         timeline.log("app", "relaunched", "a new posts store on the same folder; the post screen opens")
+        stats.postEntriesAtRelaunch = posts.count
+        posts = nil  // the last launch's store is gone with its process
 
         let api = api
         let clock = clock
@@ -24,8 +26,9 @@ extension Tour {
         }
         let post = store.lease("/posts/42")
         timeline.watch(post.loadable, as: "post 42 (relaunch)") { Self.describe(relaunched: $0) }
-        // The restore reads the file off the main actor; nothing waits for it but this script.
-        await store.flush()
+        // The restore reads the file off the main actor; the screen waits for it before its first
+        // frame, so that it shows the post from disk instead of a spinner.
+        await store.restored("/posts/42")
         let restoredAge = post.loadable.age
         post.syncIfNeeded()
         await clock.advance(by: .zero)

@@ -28,6 +28,8 @@ final class DemoStats {
     var requests = 0
     var postLeases = 0
     var relaunchSummary = "not run"
+    /// The posts store's entries when the app was relaunched (the store is dropped then).
+    var postEntriesAtRelaunch: Int?
     var mutationSummary: [String] = []
 }
 

@@ -23,8 +23,10 @@ final class Tour {
     /// invalidation refreshes them at once.
     let screen: LoadableLease<LoadableGroup>
     /// One shared loadable per API path, for the post screens: a list row and a detail page that
-    /// show the same post lease the same entry, so they make one request and agree.
-    let posts: LoadableStore<String, AsyncLoadable<[String]>>
+    /// show the same post lease the same entry, so they make one request and agree. The relaunch
+    /// drops it, as a real relaunch would: a store owns its cache, so a second live store on the
+    /// same folder would stop the program.
+    var posts: LoadableStore<String, AsyncLoadable<[String]>>!
     /// Where the posts store keeps its entries between launches: files in a folder of its own,
     /// removed when the tour ends. The relaunch at the end restores from it.
     let postsCacheDirectory = FileManager.default.temporaryDirectory
@@ -254,7 +256,7 @@ final class Tour {
         let total = waited.reduce(Duration.zero, +)
         let average = waited.isEmpty ? Duration.zero : total / waited.count
         print(
-            "  posts store: \(posts.count) entries for \(stats.postLeases) screen leases, "
+            "  posts store: \(stats.postEntriesAtRelaunch ?? posts?.count ?? 0) entries for \(stats.postLeases) screen leases, "
                 + "\(stats.syncs["posts", default: 0]) syncs in all")
         print("  persistence: \(stats.relaunchSummary)")
         print(

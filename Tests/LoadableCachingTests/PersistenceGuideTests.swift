@@ -49,6 +49,27 @@ func logOut(_ profiles: LoadableStore<Int, ProfileLoadable>) async {
     await profiles.flush()  // nothing of this user is left on disk from here on
 }
 
+@MainActor
+func openProfile(cache: any LoadableCache, fetch: @escaping @MainActor () async throws -> Profile) async -> ProfileLoadable {
+    let profile = ProfileLoadable(fetch: fetch)
+    await profile.persist(in: cache, key: "profile").restored()
+    profile.syncIfNeeded()  // the restored profile shows while this runs
+    return profile
+}
+
+@MainActor
+func makeAccountStores(
+    cache: any LoadableCache, fetch: @escaping @MainActor (Int) async throws -> Profile
+) -> (profiles: LoadableStore<Int, ProfileLoadable>, friends: LoadableStore<Int, ProfileLoadable>) {
+    let profiles = LoadableStore(cache: cache.scoped("profiles/"), cacheKey: { "\($0)" }) { id in
+        ProfileLoadable { try await fetch(id) }
+    }
+    let friends = LoadableStore(cache: cache.scoped("friends/"), cacheKey: { "\($0)" }) { id in
+        ProfileLoadable { try await fetch(id) }
+    }
+    return (profiles, friends)
+}
+
 /// A `fetch` the test answers by hand.
 @MainActor
 private final class HeldFetch {
@@ -133,6 +154,36 @@ struct PersistenceGuideTests {
         seven.loadable.setContents(Profile(name: "Grace", followers: 4))
         await profiles.flush()
         #expect(await cache.keys.isEmpty)
+    }
+
+    @Test("waiting for the restore: the first frame shows the restored profile, with the sync running")
+    func openProfileShowsTheRestoreFirst() async throws {
+        let cache = InMemoryLoadableCache(entries: ["profile": try entry(Profile(name: "Ada", followers: 1))])
+        let held = HeldFetch()
+        let profile = await openProfile(cache: cache) { try await held.fetch() }
+        #expect(profile.contents == Profile(name: "Ada", followers: 1))
+        #expect(profile.loadableState == .syncing)
+        #expect(await settle { held.count == 1 })
+        held.answer(Profile(name: "Ada", followers: 2))
+        #expect(await settle { profile.contents?.followers == 2 })
+    }
+
+    @Test("scopes: two stores on one cache; one's logout leaves the other's entries, earlier launches' included")
+    func scopesAndLogout() async throws {
+        let cache = InMemoryLoadableCache(entries: [
+            "profiles/1": try entry(Profile(name: "Ada", followers: 1)),
+            "friends/2": try entry(Profile(name: "Grace", followers: 2)),
+        ])
+        let stores = makeAccountStores(cache: cache) { id in Profile(name: "user \(id)", followers: id) }
+        let friend = stores.friends.lease(2)
+        await stores.friends.restored(2)
+        #expect(friend.contents?.name == "Grace")
+        let three = stores.profiles.lease(3)
+        try await three.synced()
+        await stores.profiles.flush()
+        #expect(await cache.keys == ["friends/2", "profiles/1", "profiles/3"])
+        await logOut(stores.profiles)
+        #expect(await cache.keys == ["friends/2"])
     }
 
     // "Testing".
