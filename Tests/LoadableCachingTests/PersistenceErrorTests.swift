@@ -72,7 +72,10 @@ struct PersistenceErrorTests {
         let wall = PersistenceWallClock()
         for (thrown, summary, isRemoved) in [
             (TestError("disk") as any Error, "loadFailed k", false),
-            (LoadableCacheError.loadFailed(key: "k", underlying: TestError("disk")) as any Error, "loadFailed k", false),
+            (
+                LoadableCacheError.loadFailed(key: "k", underlying: TestError("disk")) as any Error, "loadFailed k",
+                false
+            ),
             (LoadableCacheError.corrupt(key: "k", reason: "cut short") as any Error, "corrupt k", true),
         ] {
             let cache = ScriptedPersistenceCache(entries: ["k": try persistedEntry(7, savedAt: wall.now)])

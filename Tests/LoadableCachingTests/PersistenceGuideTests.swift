@@ -50,7 +50,9 @@ func logOut(_ profiles: LoadableStore<Int, ProfileLoadable>) async {
 }
 
 @MainActor
-func openProfile(cache: any LoadableCache, fetch: @escaping @MainActor () async throws -> Profile) async -> ProfileLoadable {
+func openProfile(
+    cache: any LoadableCache, fetch: @escaping @MainActor () async throws -> Profile
+) async -> ProfileLoadable {
     let profile = ProfileLoadable(fetch: fetch)
     await profile.persist(in: cache, key: "profile").restored()
     profile.syncIfNeeded()  // the restored profile shows while this runs

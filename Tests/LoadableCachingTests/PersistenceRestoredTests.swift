@@ -141,7 +141,9 @@ struct PersistenceRestoredTests {
         #expect(try JSONDecoder().decode(CachedEntry.self, from: JSONEncoder().encode(tagged)) == tagged)
     }
 
-    @Test("store.restored(key) waits for the entry's restore; a key without an entry, or a store without a cache, returns at once")
+    @Test(
+        "store.restored(key) waits for the entry's restore; a key without an entry, or a store without a cache, returns at once"
+    )
     func storeRestored() async throws {
         let wall = PersistenceWallClock()
         let cache = ScriptedPersistenceCache(entries: ["post-1": try persistedEntry(10, savedAt: wall.now)])

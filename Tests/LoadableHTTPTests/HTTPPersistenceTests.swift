@@ -50,11 +50,14 @@ final class SentBodyBytes: Sendable {
         let body = Data(#"{"items":[\#((1...50).map(String.init).joined(separator: ","))]}"#.utf8)
         let lastModified = "Tue, 24 Nov 2026 10:00:00 GMT"
         return try LoopbackHTTPServer { request in
-            let validators: [LoopbackHTTPServer.Header] = [.init("ETag", #""v1""#), .init("Last-Modified", lastModified)]
+            let validators: [LoopbackHTTPServer.Header] = [
+                .init("ETag", #""v1""#), .init("Last-Modified", lastModified),
+            ]
             if request.header("If-None-Match") == #""v1""# || request.header("If-Modified-Since") == lastModified {
                 return bytes.counting(Data(), .status(304, headers: validators))
             }
-            return bytes.counting(body, .status(200, headers: validators + [.init("Content-Type", "application/json")], body: body))
+            return bytes.counting(
+                body, .status(200, headers: validators + [.init("Content-Type", "application/json")], body: body))
         }
     }
 
@@ -66,7 +69,9 @@ final class SentBodyBytes: Sendable {
         kind == "file" ? FileLoadableCache(directory: directory) : InMemoryLoadableCache()
     }
 
-    @Test("a relaunch restores contents and validators; the first sync is a 304 with no body", arguments: ["memory", "file"])
+    @Test(
+        "a relaunch restores contents and validators; the first sync is a 304 with no body",
+        arguments: ["memory", "file"])
     func relaunchIsA304(_ kind: String) async throws {
         let bytes = SentBodyBytes()
         let server = try server(bytes: bytes)

@@ -534,7 +534,10 @@ final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> 
     /// Waits for the restore of a loadable persisted by ``persist``.
     var restored: (@MainActor (Value) async -> Void)?
 
-    init(cache: any LoadableCache, cacheKey: @escaping @MainActor (Key) -> String, onError: (@MainActor (any Error) -> Void)?) {
+    init(
+        cache: any LoadableCache, cacheKey: @escaping @MainActor (Key) -> String,
+        onError: (@MainActor (any Error) -> Void)?
+    ) {
         self.cache = cache
         self.cacheKey = cacheKey
         self.onError = onError
