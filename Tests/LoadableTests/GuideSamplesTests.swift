@@ -14,6 +14,7 @@ struct GuideSamplesTests {
         "Docs/Groups.md": ["Tests/LoadableGroupTests/GroupsGuideTests.swift"],
         "Docs/HTTP.md": [
             "Tests/LoadableHTTPTests/HTTPGuideTests.swift", "Tests/LoadableHTTPTests/HTTPAuthorizationTests.swift",
+            "Tests/LoadableHTTPTests/HTTPWritesGuideTests.swift",
         ],
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",
