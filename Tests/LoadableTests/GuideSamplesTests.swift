@@ -19,6 +19,7 @@ struct GuideSamplesTests {
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",
             "Tests/LoadableCachingTests/MutationForwardingTests.swift",
+            "Tests/LoadableHTTPTests/MutationsOverHTTPTests.swift",
         ],
         "Docs/Paging.md": [
             "Tests/LoadableTests/PagingGuideTests.swift", "Tests/LoadableTests/PagedLoadableTests.swift",
