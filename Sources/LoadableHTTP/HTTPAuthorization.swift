@@ -2,8 +2,8 @@ import Foundation
 public import Loadable
 public import LoadableSyncer
 
-/// How an ``HTTPLoadable`` authorizes its requests: with a bearer token that a
-/// `LoadableWaiter` keeps available.
+/// How an ``HTTPLoadable`` (and an ``HTTPService``'s sends) authorize their requests: with a bearer
+/// token that a `LoadableWaiter` keeps available.
 ///
 /// ```swift
 /// let token = HTTPLoadable<AccessToken>(request: URLRequest(url: tokenURL))
@@ -14,7 +14,7 @@ public import LoadableSyncer
 /// profile.sync()  // waits for the token, then sends `Authorization: Bearer <token>`
 /// ```
 ///
-/// The rules, for every request of every loadable that shares the authorization:
+/// The rules, for every request of every loadable and every send that share the authorization:
 /// - Each request waits for the token through the waiter (which syncs it if needed, retries it
 ///   with backoff, and times out), then sends `Authorization: Bearer <token>`. A wait that times
 ///   out fails the sync with the waiter's error (`LoadableWaiterError.timedOut`). A token that

@@ -152,18 +152,7 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
             maxBodySize: maxBodySize,
             isConditional: isConditional
         )
-        var credential: HTTPAuthorization.Credential?
-        if let authorization {
-            let first = try await authorization.credential()
-            request.setValue(first.headerValue, forHTTPHeaderField: "Authorization")
-            credential = first
-        }
-        var outcome = try await exchange.run(request)
-        if case .unauthorized(let rejection) = outcome, let authorization, let rejected = credential {
-            guard let renewed = try await authorization.renewal(rejected) else { throw rejection }
-            request.setValue(renewed.headerValue, forHTTPHeaderField: "Authorization")
-            outcome = try await exchange.run(request)
-        }
+        let outcome = try await exchange.run(request, authorization: authorization)
         // The answer counts only if the sync it belongs to is still the current one: otherwise
         // the loadable drops it, and its validators must go with it.
         let isCurrent = !Task.isCancelled && loadable?.statusUntrackedWherePossible.state == .syncing
@@ -214,67 +203,5 @@ struct Validators: Sendable, Equatable {
     mutating func update(with other: Validators) {
         if let entityTag = other.entityTag { self.entityTag = entityTag }
         if let lastModified = other.lastModified { self.lastModified = lastModified }
-    }
-}
-
-/// One request and the reading of its answer, off the main actor.
-struct Exchange<Contents: Decodable & Sendable>: Sendable {
-    /// What a request came to, short of a failure (which is thrown).
-    enum Outcome: Sendable {
-        /// A 2xx, decoded.
-        case decoded(Contents, Validators)
-        /// A 304 to a conditional request.
-        case notModified(Validators)
-        /// A 401; the error to fail with if no retry helps.
-        case unauthorized(HTTPLoadableError)
-    }
-
-    let transport: any HTTPTransport
-    let decoder: JSONDecoder
-    let maxBodySize: Int
-    /// Whether the request carries validators, so that a 304 is an answer and not an error.
-    let isConditional: Bool
-
-    /// Sends `request` and reads the answer.
-    ///
-    /// - Throws: An ``HTTPLoadableError``; `CancellationError`; any other error of the transport.
-    @concurrent
-    func run(_ request: URLRequest) async throws -> Outcome {
-        let response: HTTPURLResponse
-        let body: Data
-        do {
-            (response, body) = try await transport.send(request, maxBodySize: maxBodySize)
-        } catch let error as URLError {
-            if error.code == .cancelled, Task.isCancelled { throw CancellationError() }
-            throw HTTPLoadableError.transport(error)
-        }
-        // A transport of someone else's may not enforce the limit.
-        guard body.count <= maxBodySize else { throw HTTPLoadableError.tooLarge(maxBodySize: maxBodySize) }
-        switch response.statusCode {
-        case 200...299:
-            do {
-                return .decoded(try decoder.decode(Contents.self, from: body), Validators(of: response))
-            } catch let error as DecodingError {
-                throw HTTPLoadableError.decoding(error)
-            }
-        case 304 where isConditional:
-            return .notModified(Validators(of: response))
-        case 401:
-            return .unauthorized(Self.statusError(response, body))
-        default:
-            throw Self.statusError(response, body)
-        }
-    }
-
-    private static func statusError(_ response: HTTPURLResponse, _ body: Data) -> HTTPLoadableError {
-        var headers: [String: String] = [:]
-        for (name, value) in response.allHeaderFields {
-            headers[String(describing: name)] = String(describing: value)
-        }
-        return .status(
-            code: response.statusCode,
-            headers: headers,
-            bodyPrefix: Data(body.prefix(HTTPLoadableError.bodyPrefixLimit))
-        )
     }
 }

@@ -57,7 +57,7 @@ final class HTTPTour {
         }
         defer { server.stop() }
         print("LoadableHTTP tour: real requests to a server on 127.0.0.1:\(server.port), in real time\n")
-        log("server", "listening: /token /feed /revoke /busy /broken /huge /slow")
+        log("server", "listening: /token /feed /revoke /comments /busy /broken /huge /slow")
         do {
             try await tour(server)
         } catch {
@@ -144,6 +144,27 @@ final class HTTPTour {
             try expect(tokenRequests == 3, "\(tokenRequests) token requests, expected 3")
             log("5 feeds", "\(rejected.count) x 401 with t2 -> one token refresh -> 5 x 200 with t3")
             log("server", "token requests so far: \(tokenRequests) (one more for all five)")
+        }
+
+        try await step("a write: an authorized POST whose token was revoked, one refresh, one retry") {
+            let api = HTTPService(baseURL: server.url("/"), transport: session, authorization: auth)
+            try await revoke(server, "t3")
+            log("comment", "POST /comments through HTTPService, with t3 and Idempotency-Key c-1")
+            let comment = try await api.send(
+                .post, "comments", json: TourComment(id: nil, text: "Looks good"), as: TourComment.self,
+                idempotencyKey: "c-1")
+            let exchanges = backend.exchanges(of: "/comments")
+            try expect(
+                exchanges.map(\.summary) == ["Bearer t3 -> 401", "Bearer t4 -> 201"],
+                "the server saw \(exchanges.map(\.summary))")
+            try expect(
+                exchanges.allSatisfy { $0.idempotencyKey == "c-1" },
+                "Idempotency-Key sent: \(exchanges.map { $0.idempotencyKey ?? "none" })")
+            try expect(comment.id == 1 && comment.text == "Looks good", "the answer is \(comment)")
+            let tokenRequests = backend.exchanges(of: "/token").count
+            try expect(tokenRequests == 4, "\(tokenRequests) token requests, expected 4")
+            log("comment", "401 with t3 -> one token refresh -> retry with t4, same Idempotency-Key -> 201: comment #1")
+            log("server", "token requests so far: \(tokenRequests)")
         }
 
         try await step("503 with Retry-After 1 under a syncer, then 200") {
@@ -329,6 +350,12 @@ struct TourFeed: Decodable, Sendable {
     }
 }
 
+/// A comment of the HTTP tour's write step: sent without an `id`, answered with one.
+struct TourComment: Codable, Sendable {
+    let id: Int?
+    let text: String
+}
+
 /// Counts the feeds its decoder decoded, to show that a 304 decodes nothing.
 final class DecodeCounter: Sendable {
     static let key = CodingUserInfoKey(rawValue: "loadable-demo.decode-counter")!
@@ -361,6 +388,7 @@ final class HTTPTourBackend: Sendable {
         let path: String
         let authorization: String?
         let ifNoneMatch: String?
+        let idempotencyKey: String?
         let status: Int
 
         /// `Bearer t1 -> 401`.
@@ -374,6 +402,7 @@ final class HTTPTourBackend: Sendable {
         var feedVersion = 1
         var busyAnswers = 0
         var brokenAnswers = 0
+        var comments = 0
         var exchanges: [Exchange] = []
     }
 
@@ -408,6 +437,7 @@ final class HTTPTourBackend: Sendable {
                         path: request.path,
                         authorization: request.header("Authorization"),
                         ifNoneMatch: request.header("If-None-Match"),
+                        idempotencyKey: request.header("Idempotency-Key"),
                         status: status))
             }
             return response
@@ -435,6 +465,15 @@ final class HTTPTourBackend: Sendable {
             }
             let items = state.feedItems.map { "\"\($0)\"" }.joined(separator: ",")
             return (200, .json(#"{"items":[\#(items)]}"#, headers: [.init("ETag", entityTag)]))
+        case "/comments":
+            guard let token = state.validToken, request.header("Authorization") == "Bearer \(token)" else {
+                return (401, .status(401, headers: [.init("WWW-Authenticate", #"Bearer error="invalid_token""#)]))
+            }
+            guard request.method == "POST",
+                let comment = try? JSONDecoder().decode(TourComment.self, from: request.body)
+            else { return (400, .status(400)) }
+            state.comments += 1
+            return (201, .json(#"{"id":\#(state.comments),"text":"\#(comment.text)"}"#, status: 201))
         case "/busy":
             state.busyAnswers += 1
             if state.busyAnswers == 1 {

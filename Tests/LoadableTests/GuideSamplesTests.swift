@@ -14,10 +14,12 @@ struct GuideSamplesTests {
         "Docs/Groups.md": ["Tests/LoadableGroupTests/GroupsGuideTests.swift"],
         "Docs/HTTP.md": [
             "Tests/LoadableHTTPTests/HTTPGuideTests.swift", "Tests/LoadableHTTPTests/HTTPAuthorizationTests.swift",
+            "Tests/LoadableHTTPTests/HTTPWritesGuideTests.swift",
         ],
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",
             "Tests/LoadableCachingTests/MutationForwardingTests.swift",
+            "Tests/LoadableHTTPTests/MutationsOverHTTPTests.swift",
         ],
         "Docs/Paging.md": [
             "Tests/LoadableTests/PagingGuideTests.swift", "Tests/LoadableTests/PagedLoadableTests.swift",

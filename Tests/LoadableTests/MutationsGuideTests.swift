@@ -5,12 +5,12 @@ import Testing
 // The samples of Docs/Mutations.md, verbatim (`GuideSamplesTests` checks it), and tests that run
 // them.
 
-struct Credentials: Sendable {
+struct Credentials: Encodable, Sendable {
     var username: String
     var password: String
 }
 
-struct Session: Sendable, Equatable {
+struct Session: Codable, Sendable, Equatable {
     var token: String
 }
 

@@ -233,7 +233,7 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
 }
 
 /// The JSON of every 200: a list of 20 small products, about 2 KB.
-private struct HTTPPayload: Codable, Sendable {
+struct HTTPPayload: Codable, Sendable {
     struct Product: Codable, Sendable {
         var id: Int
         var name: String

@@ -51,7 +51,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
-        "http",
+        "http", "http-send",
     ]
 
     static func main() async throws {
@@ -108,6 +108,7 @@ struct LoadableBenchmarks {
         if wants("mutation") { await runMutation(settings, into: &report) }
         if wants("syncer") { await runSyncer(settings, into: &report) }
         if wants("http") { await runHTTP(settings, into: &report) }
+        if wants("http-send") { await runHTTPSend(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {

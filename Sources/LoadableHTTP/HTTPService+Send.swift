@@ -1,0 +1,201 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+extension HTTPService {
+    /// Sends `body` as JSON with `method` to `path`, and decodes the answer.
+    ///
+    /// ```swift
+    /// let comment = try await api.send(.post, "posts/7/comments", json: NewComment(text: "Hi"), as: Comment.self)
+    /// ```
+    ///
+    /// The body goes with `Content-Type: application/json`. The rules are the service's (see
+    /// ``HTTPService``): one renewal and one retry after a `401`, nothing else retried.
+    ///
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
+    ///   - body: The body, encoded with ``encoder`` before anything is sent.
+    ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
+    ///   - idempotencyKey: Sent as the `Idempotency-Key` header (the same on the 401 retry), so that
+    ///     a server that honours it applies the write once however often it is sent.
+    /// - Returns: The decoded answer.
+    /// - Throws: ``BodyEncodingError`` when the body does not encode (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors (`LoadableWaiterError`);
+    ///   `CancellationError` when the calling task is cancelled.
+    public func send<Response: Decodable & Sendable>(
+        _ method: HTTPMethod,
+        _ path: String,
+        json body: some Encodable & Sendable,
+        as type: Response.Type,
+        idempotencyKey: String? = nil
+    ) async throws -> Response {
+        let request = try jsonRequest(method, path, body: body, idempotencyKey: idempotencyKey)
+        return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
+    }
+
+    /// Sends `method` to `path` without a body, and decodes the answer.
+    ///
+    /// ```swift
+    /// let post = try await api.send(.post, "posts/7/like", as: Post.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
+    ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
+    ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    /// - Returns: The decoded answer.
+    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    public func send<Response: Decodable & Sendable>(
+        _ method: HTTPMethod,
+        _ path: String,
+        as type: Response.Type,
+        idempotencyKey: String? = nil
+    ) async throws -> Response {
+        let request = request(method, path, idempotencyKey: idempotencyKey)
+        return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
+    }
+
+    /// Sends `body` as JSON with `method` to `path`; any 2xx (`204` included) is a success, and
+    /// its body is not read.
+    ///
+    /// ```swift
+    /// try await api.send(.put, "posts/7", json: Edit(title: "New title"))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
+    ///   - body: The body, encoded with ``encoder`` before anything is sent.
+    ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    /// - Throws: ``BodyEncodingError`` when the body does not encode (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    public func send(
+        _ method: HTTPMethod,
+        _ path: String,
+        json body: some Encodable & Sendable,
+        idempotencyKey: String? = nil
+    ) async throws {
+        let request = try jsonRequest(method, path, body: body, idempotencyKey: idempotencyKey)
+        try await answer(to: request) { _, _ in }
+    }
+
+    /// Sends `method` to `path` without a body; any 2xx (`204` included) is a success, and its
+    /// body is not read.
+    ///
+    /// ```swift
+    /// try await api.send(.delete, "posts/7/like")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
+    ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    public func send(_ method: HTTPMethod, _ path: String, idempotencyKey: String? = nil) async throws {
+        try await answer(to: request(method, path, idempotencyKey: idempotencyKey)) { _, _ in }
+    }
+
+    /// Sends a request of any kind (a form, an upload, a request to another host) with the
+    /// service's headers, authorization, transport and body limit, and returns the 2xx answer as
+    /// it is.
+    ///
+    /// ```swift
+    /// var upload = api.request(.put, "avatar")
+    /// upload.setValue("image/png", forHTTPHeaderField: "Content-Type")
+    /// upload.httpBody = png
+    /// let (response, data) = try await api.send(upload)
+    /// ```
+    ///
+    /// The service's headers are added where the request does not set the same field; with an
+    /// ``authorization``, its `Authorization` header replaces the request's.
+    ///
+    /// - Parameter request: The request.
+    /// - Returns: The response and its body, for any 2xx.
+    /// - Throws: ``HTTPLoadableError/status(code:headers:bodyPrefix:)`` for any other status (a
+    ///   `304` too), and the service's other errors (see ``HTTPService``).
+    public func send(_ request: URLRequest) async throws -> (HTTPURLResponse, Data) {
+        var request = request
+        for (name, value) in headers where request.value(forHTTPHeaderField: name) == nil {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        return try await answer(to: request) { response, data in (response, data) }
+    }
+
+    /// The request of a send without a body.
+    private func request(_ method: HTTPMethod, _ path: String, idempotencyKey: String?) -> URLRequest {
+        var request = request(method, path)
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+        return request
+    }
+
+    /// The request of a send with a JSON body.
+    private func jsonRequest<Body: Encodable>(
+        _ method: HTTPMethod, _ path: String, body: Body, idempotencyKey: String?
+    ) throws -> URLRequest {
+        let data: Data
+        do {
+            data = try encoder.encode(body)
+        } catch {
+            throw BodyEncodingError(typeName: String(describing: Body.self), error: error)
+        }
+        var request = request(method, path, idempotencyKey: idempotencyKey)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = data
+        return request
+    }
+
+    /// Sends `request` (authorized, with the one retry after a 401) and reads a 2xx with `read`,
+    /// off the main actor.
+    private func answer<Answer: Sendable>(
+        to request: URLRequest,
+        read: @escaping @Sendable (HTTPURLResponse, Data) throws -> Answer
+    ) async throws -> Answer {
+        let exchange = Exchange(transport: transport, maxBodySize: maxBodySize, read: read)
+        switch try await exchange.run(request, authorization: authorization) {
+        case .decoded(let answer, _): return answer
+        case .unauthorized(let rejection): throw rejection
+        case .notModified: throw HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data())
+        }
+    }
+}
+
+extension HTTPService {
+    /// A body that could not be encoded as JSON; the send failed before anything was sent.
+    ///
+    /// ```swift
+    /// struct Reading: Encodable, Sendable { let value: Double }
+    /// do {
+    ///     try await api.send(.post, "readings", json: Reading(value: .nan))
+    /// } catch let error as HTTPService.BodyEncodingError {
+    ///     print(error)  // HTTPService: the JSON body of type Reading could not be encoded: value: …
+    /// }
+    /// ```
+    ///
+    /// A programming error rather than a failure of the network: it is not `RetryAfterProviding`,
+    /// so a syncer or an outbox does not retry it. A `Sendable` value, usable anywhere.
+    public struct BodyEncodingError: Error, Sendable, CustomStringConvertible {
+        /// The name of the body's type, as in `"Reading"`.
+        public let typeName: String
+        /// Why the encoder refused it: the coding path and the encoder's explanation.
+        public let reason: String
+
+        init(typeName: String, error: any Error) {
+            self.typeName = typeName
+            if let error = error as? EncodingError, case .invalidValue(_, let context) = error {
+                let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+                reason = path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+            } else {
+                reason = String(describing: error)
+            }
+        }
+
+        /// `HTTPService: the JSON body of type <type> could not be encoded: <reason>`.
+        public var description: String {
+            "HTTPService: the JSON body of type \(typeName) could not be encoded: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import LoadableHTTP
+import LoadableSyncer
+import LoadableTestSupport
+import LoadableTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The shared authorization of loadables and sends against a reference model: random sequences of
+/// syncs of two `HTTPLoadable`s of an `HTTPService`, sends of the same service, cancels of sends,
+/// revocations of every token issued so far, and answers (the server's: 200 for a token it
+/// accepts, 401 for a revoked one; the token endpoint's: the next token), in any order.
+///
+/// The model (`AuthorizedModel`) is written from `HTTPAuthorization`'s and `HTTPService`'s
+/// documentation: every request waits for a token that is there and not stale; a 401 for the token
+/// the token loadable still holds starts one refresh unless one runs, and the request waits for
+/// its end; a 401 for an older token retries at once with the held one (or after the refresh that
+/// runs); each request is retried once, and a second 401 fails it; a cancelled send ends with
+/// `CancellationError` and its request is cancelled. After every step the requests sent (path,
+/// token, `Idempotency-Key`; the token endpoint's too, so every refresh counts), the outcome of
+/// every send and the state and error of every loadable must match.
+extension HTTPLoadableModelTests {
+    enum AuthorizedOperation: Equatable, CustomStringConvertible {
+        /// `sync()` of loadable `index`.
+        case sync(Int)
+        /// A new send (a POST with a JSON body and an idempotency key), in a task of its own.
+        case send
+        /// Cancels the task of the running send at `index` (modulo their number), if any.
+        case cancelSend(Int)
+        /// The server refuses every token issued so far.
+        case revoke
+        /// Answers the open request at `index` (modulo the number open), if any.
+        case answer(Int)
+
+        var description: String {
+            switch self {
+            case .sync(let index): "sync(\(index))"
+            case .send: "send"
+            case .cancelSend(let index): "cancelSend(#\(index))"
+            case .revoke: "revoke"
+            case .answer(let index): "answer(#\(index))"
+            }
+        }
+    }
+
+    static func outcome(of error: (any Error)?) -> String {
+        switch error {
+        case nil: "ok"
+        case is CancellationError: "cancelled"
+        default: errorKind(error) ?? "?"
+        }
+    }
+
+    static func authorizedMismatch(
+        in operations: [AuthorizedOperation], reached: inout Set<String>
+    ) async -> String? {
+        let transport = ScriptedTransport()
+        let clock = ManualClock()
+        let token = HTTPLoadable<String>(request: URLRequest(url: tokenURL), transport: transport, clock: clock)
+        let waiter = LoadableWaiter(token, timeout: .seconds(30), clock: clock)
+        let service = HTTPService(
+            baseURL: URL(string: "http://example.test/v1")!, transport: transport, authorization: .bearer(waiter))
+        let loadables = (0..<2).map { service.loadable(Int.self, "feed/\($0)", clock: clock) }
+        var sends: [Task<Void, Never>] = []
+        var outcomes: [String?] = []
+        var answered: Set<Int> = []
+        /// The transport's request for the model's request `index`: the one not answered yet with
+        /// the same path and token.
+        func sentRequest(for request: AuthorizedModel.Request) -> Int? {
+            transport.requests.indices.first { index in
+                let sent = transport.requests[index]
+                return !answered.contains(index) && sent.url?.path == request.path
+                    && sent.value(forHTTPHeaderField: "Authorization") == request.token.map { "Bearer t\($0)" }
+            }
+        }
+        func observed() -> [String] {
+            let requests = transport.requests.map { request in
+                "\(request.url?.path ?? "?") \(request.value(forHTTPHeaderField: "Authorization") ?? "-") "
+                    + (request.value(forHTTPHeaderField: "Idempotency-Key") ?? "-")
+            }
+            return [
+                "requests \(requests.sorted())", "sends \(outcomes)",
+                "loadables \(loadables.map { "\($0.loadableState) \(errorKind($0.error) ?? "-")" })",
+            ]
+        }
+        func expected(_ model: AuthorizedModel) -> [String] {
+            [
+                "requests \(model.requests.map(\.signature).sorted())", "sends \(model.sendOutcomes)",
+                "loadables \(model.loadables.map { "\($0.state) \($0.error ?? "-")" })",
+            ]
+        }
+
+        var model = AuthorizedModel()
+        defer {
+            reached.formUnion(model.reached)
+            for task in sends { task.cancel() }
+            for index in transport.requests.indices { transport.answer(index, status: 500) }
+        }
+        for (step, operation) in operations.enumerated() {
+            switch (operation, model.apply(operation)) {
+            case (.sync(let index), _):
+                loadables[index].sync()
+            case (.send, .startSend(let id)?):
+                outcomes.append(nil)
+                sends.append(
+                    Task {
+                        do {
+                            _ = try await service.send(
+                                .post, "sends/\(id)", json: ["id": id], as: Int.self, idempotencyKey: "k\(id)")
+                            outcomes[id] = "ok"
+                        } catch {
+                            outcomes[id] = outcome(of: error)
+                        }
+                    })
+            case (.cancelSend, .cancelSend(let id)?):
+                sends[id].cancel()
+            case (.answer, .answer(let request, let status, let body)?):
+                guard let index = sentRequest(for: model.requests[request]) else {
+                    return "after step \(step) (\(operation)): no open request \(model.requests[request].signature)"
+                }
+                answered.insert(index)
+                transport.answer(index, status: status, body: body)
+            case (.revoke, _), (.answer, _), (.cancelSend, _), (.send, _):
+                break
+            }
+            await transport.waitForRequests(model.requests.count)
+            var isSettled = await settle { observed() == expected(model) }
+            if isSettled, step == operations.count - 1 {
+                // Nothing more may happen after the last step (a second refresh, a late retry).
+                _ = await settle(rounds: 20) { false }
+                isSettled = observed() == expected(model)
+            }
+            if !isSettled {
+                let differences = zip(observed(), expected(model)).filter { $0 != $1 }
+                    .map { "\($0.0) vs \($0.1)" }
+                if !differences.isEmpty {
+                    return "after step \(step) (\(operation)): " + differences.joined(separator: "; ")
+                }
+            }
+        }
+        return nil
+    }
+
+    static func randomAuthorizedOperation(_ random: inout SeededRandomNumberGenerator) -> AuthorizedOperation {
+        switch random.next() % 20 {
+        case 0, 1: .sync(0)
+        case 2, 3: .sync(1)
+        case 4, 5, 6: .send
+        case 7: .cancelSend(Int(random.next() % 4))
+        case 8, 9: .revoke
+        default: .answer(Int(random.next() % 4))
+        }
+    }
+
+    @Test("random sequences of syncs and sends sharing a token, with revocations, cancels and answers, match the model")
+    func randomAuthorizedSequences() async {
+        var reached: Set<String> = []
+        let passed = await checkRandomSequences(count: 200, baseSeed: 0x4E7A_7000) { seed in
+            var random = SeededRandomNumberGenerator(seed: seed)
+            return (0..<(Int(random.next() % 30) + 1)).map { _ in Self.randomAuthorizedOperation(&random) }
+        } mismatch: {
+            await Self.authorizedMismatch(in: $0, reached: &reached)
+        }
+        guard passed else { return }
+        let rules: Set = [
+            "a 401", "a second 401", "a 401 during a refresh", "a 401 for an older token",
+            "cancel while waitingForToken",
+            "cancel while requesting", "cancel while waitingForRefresh",
+        ]
+        #expect(rules.subtracting(reached).isEmpty, "never reached: \(rules.subtracting(reached).sorted())")
+    }
+}
