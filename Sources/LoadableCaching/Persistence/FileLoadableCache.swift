@@ -200,12 +200,15 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// Files are picked by the hexadecimal of the prefix's NFC UTF-8; a cut name (a key longer
     /// than 127 bytes) is checked against the key inside its file.
     ///
+    /// Not isolated to the actor (the folder's lock orders it), so that a call on a
+    /// `FileLoadableCache` resolves to it rather than to the protocol's default.
+    ///
     /// - Parameter prefix: The start of the keys to remove.
     /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` listing each file that could
     ///   not be removed or read, with the system's reason; every other one is removed.
-    public func removeEntries(keyPrefix prefix: String) throws {
+    public nonisolated func removeEntries(keyPrefix prefix: String) async throws {
         let canonicalPrefix = Self.canonical(prefix)
-        guard !canonicalPrefix.isEmpty else { return try removeAll() }
+        guard !canonicalPrefix.isEmpty else { return try await removeAll() }
         let prefixName = Self.hex(Array(canonicalPrefix.utf8)[...])
         let path = folder.path
         let failures = folder.withUnstartedContents { contents in
