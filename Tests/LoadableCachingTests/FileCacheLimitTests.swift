@@ -89,6 +89,7 @@ struct FileCacheLimitTests {
             _ = try await FileLoadableCache(directory: directory).usage()
             #expect(FileLoadableCache.startCount(directory: directory) == startsBefore + 1)
         }
+        FileLoadableCache.forgetFolder(directory: directory)
         let next = FileLoadableCache(directory: directory, maxBytes: 10_000)
         #expect(try await next.usage().namesLeastRecentFirst == order)
         #expect(try await next.usage().totalBytes == 400)
@@ -104,6 +105,7 @@ struct FileCacheLimitTests {
             for key in ["a", "b", "c", "d"] { try await cache.save(Self.entry(1), key: key) }
             _ = try await cache.load(key: "a")
         }
+        FileLoadableCache.forgetFolder(directory: directory)
         let lowered = FileLoadableCache(directory: directory, maxBytes: 250)
         #expect(try await lowered.usage().namesLeastRecentFirst == Self.names("d", "a"))
         #expect(FileCacheFixtures.names(in: lowered.entriesDirectory) == Self.names("a", "d").sorted())

@@ -52,6 +52,11 @@ final class FileCacheFolder: Sendable {
         }
     }
 
+    /// Forgets the folder of `path`: the next object on it gets a new one (for tests).
+    static func forget(atPath path: String) {
+        registry.withLock { $0[path] = nil }
+    }
+
     /// How many times the folder at `path` was scanned by a start in this process.
     static func startCount(atPath path: String) -> Int {
         starts.withLock { $0[path] ?? 0 }

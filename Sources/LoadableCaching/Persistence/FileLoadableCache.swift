@@ -257,6 +257,13 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
         try withContents { ($0.entries.totalBytes, $0.entries.namesInOrder) }
     }
 
+    /// Makes the next object on `directory` start afresh, with a scan, as in a new process; the
+    /// objects made before keep the state they share (a test drops them first).
+    package nonisolated static func forgetFolder(directory: URL) {
+        FileCacheFolder.forget(
+            atPath: directory.appendingPathComponent("v1", isDirectory: true).standardizedFileURL.path)
+    }
+
     /// How many times the folder of `directory` was scanned by a start in this process.
     package nonisolated static func startCount(directory: URL) -> Int {
         FileCacheFolder.startCount(
