@@ -185,7 +185,8 @@ struct FileCacheTemporaryFileTests {
     /// The id of a process that ran and ended.
     static func endedProcessID() throws -> Int32 {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exit 0"]
         try process.run()
         process.waitUntilExit()
         return process.processIdentifier

@@ -181,6 +181,16 @@ struct FileCacheErrorTests {
             let cache = FileLoadableCache(directory: URL(fileURLWithPath: path, isDirectory: true))
             let entry = FileCacheFixtures.entry(count: 10)
             try await cache.save(entry, key: "k")
+            // A low limit, so that running out takes few descriptors.
+            #if canImport(Glibc)
+                let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+            #else
+                let resource = RLIMIT_NOFILE
+            #endif
+            var limit = rlimit()
+            #expect(getrlimit(resource, &limit) == 0)
+            limit.rlim_cur = min(limit.rlim_cur, 256)
+            #expect(setrlimit(resource, &limit) == 0)
             var descriptors: [Int32] = []
             while true {
                 let descriptor = open("/dev/null", O_RDONLY)
