@@ -16,8 +16,9 @@ import Testing
 /// very different sizes (10 bytes and 200 KB) under one key, one after the other, and is killed
 /// with SIGKILL at a random moment chosen by a seed. 20 times, the file left behind loads (with a
 /// new `FileLoadableCache`, as the next launch would) as one of the two entries, whole; temporary
-/// files a kill leaves behind (or, when it left none, a torn one made by the test) do not disturb
-/// loads or later saves, and `removeAll()` deletes them.
+/// files a kill leaves behind are named `.tmp-<pid>-<random>` and removed by the next start (the
+/// killed process is not running); a torn one made by the test afterwards does not disturb loads
+/// or later saves, and `removeAll()` deletes it.
 ///
 /// The child picks its moment in one of three ways (by the seed): after a random number of saves
 /// and a random spin; while a temporary file is in the folder; or as soon as the entry's file is
@@ -146,6 +147,12 @@ struct FileCacheCrashTests {
         let cache = FileLoadableCache(directory: directory)
         let names = FileCacheFixtures.names(in: cache.entriesDirectory)
         let temporary = names.filter { $0.hasPrefix(".tmp-") }
+        // A temporary file is named by its writer's process id and a random part.
+        for name in temporary {
+            let parts = name.split(separator: "-", omittingEmptySubsequences: false)
+            #expect(
+                parts.count == 3 && Int32(parts[1]) != nil && UInt64(parts[2], radix: 16) != nil, "\(context): \(name)")
+        }
         #expect(
             names.filter { !$0.hasPrefix(".tmp-") } == [FileLoadableCache.fileName(forKey: Self.key)],
             "\(context): \(names)")
@@ -156,6 +163,9 @@ struct FileCacheCrashTests {
             Issue.record("\(context): the file left behind does not load: \(error)")
             return
         }
+        // The start (the load above) removed the temporary files of the killed process.
+        #expect(
+            FileCacheFixtures.names(in: cache.entriesDirectory).allSatisfy { !$0.hasPrefix(".tmp-") }, "\(context)")
         let size = loaded.map { "\($0.data.count) bytes" } ?? "nil"
         #expect(loaded == Self.small || loaded == Self.large, "\(context): loaded \(size)")
 
