@@ -1,5 +1,6 @@
 import Foundation
 import LoadableCaching
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -15,14 +16,22 @@ import Testing
 /// very different sizes (10 bytes and 200 KB) under one key, one after the other, and is killed
 /// with SIGKILL at a random moment chosen by a seed. 20 times, the file left behind loads (with a
 /// new `FileLoadableCache`, as the next launch would) as one of the two entries, whole; temporary
-/// files a kill leaves behind (or, when it left none, a torn one made by the test) do not disturb
-/// loads or later saves, and `removeAll()` deletes them.
+/// files a kill leaves behind are named `.tmp-<pid>-<random>` and removed by the next start (the
+/// killed process is not running); a torn one made by the test afterwards does not disturb loads
+/// or later saves, and `removeAll()` deletes it.
 ///
 /// The child picks its moment in one of three ways (by the seed): after a random number of saves
 /// and a random spin; while a temporary file is in the folder; or as soon as the entry's file is
 /// seen with a size that is neither entry's (a torn write; never with writes renamed into place).
 /// It never sleeps: a background thread spins (`sched_yield()`) and polls, then calls
 /// `kill(getpid(), SIGKILL)` while the main loop keeps saving.
+///
+/// With eviction: a child saves entries of 0 to 1,199 bytes under 12 keys with `maxBytes: 3_000`
+/// (most saves evict) and is killed after a seeded number of saves and spins, 8 times (a tenth
+/// under ThreadSanitizer). The next start sees only whole entries (each loads as the entry its
+/// key was given), counts exactly the entry files' sizes, leaves no temporary file, and, once an
+/// object with the limit is used (evicting, if the kill came between a save and its eviction),
+/// the total is within the limit, also after a further save.
 @Suite("FileLoadableCache: a process killed while saving leaves a whole entry")
 struct FileCacheCrashTests {
     static let key = "crash/ü"
@@ -138,6 +147,12 @@ struct FileCacheCrashTests {
         let cache = FileLoadableCache(directory: directory)
         let names = FileCacheFixtures.names(in: cache.entriesDirectory)
         let temporary = names.filter { $0.hasPrefix(".tmp-") }
+        // A temporary file is named by its writer's process id and a random part.
+        for name in temporary {
+            let parts = name.split(separator: "-", omittingEmptySubsequences: false)
+            #expect(
+                parts.count == 3 && Int32(parts[1]) != nil && UInt64(parts[2], radix: 16) != nil, "\(context): \(name)")
+        }
         #expect(
             names.filter { !$0.hasPrefix(".tmp-") } == [FileLoadableCache.fileName(forKey: Self.key)],
             "\(context): \(names)")
@@ -148,6 +163,9 @@ struct FileCacheCrashTests {
             Issue.record("\(context): the file left behind does not load: \(error)")
             return
         }
+        // The start (the load above) removed the temporary files of the killed process.
+        #expect(
+            FileCacheFixtures.names(in: cache.entriesDirectory).allSatisfy { !$0.hasPrefix(".tmp-") }, "\(context)")
         let size = loaded.map { "\($0.data.count) bytes" } ?? "nil"
         #expect(loaded == Self.small || loaded == Self.large, "\(context): loaded \(size)")
 
@@ -169,6 +187,89 @@ struct FileCacheCrashTests {
             FileCacheFixtures.names(in: cache.entriesDirectory).filter { $0.hasPrefix(".tmp-") } == leftovers,
             "\(context)")
         try await cache.removeAll()
-        #expect(!FileCacheFixtures.exists(cache.entriesDirectory), "\(context)")
+        #expect(FileCacheFixtures.names(in: cache.entriesDirectory).isEmpty, "\(context)")
+    }
+
+    // MARK: - Eviction
+
+    /// The limit of the evicting child: a few of its entries fit.
+    static let evictionLimit = 3_000
+    /// The keys the evicting child saves, in turn.
+    static let evictionKeys = (0..<12).map { "evict/\($0)" }
+
+    /// The entry of the evicting child's save `index`: 0 to 1,199 bytes, so that most saves evict
+    /// one entry or more, and some (larger than the limit with the header) are not kept.
+    static func evictionEntry(_ index: Int) -> CachedEntry {
+        FileCacheFixtures.entry(count: index &* 373 % 1_200, first: UInt8(index % 256), version: index)
+    }
+
+    /// The child: saves entry after entry with a small limit until its killing thread kills it,
+    /// after a seeded number of saves and spins (so, often, in the middle of an eviction).
+    static func saveWithEvictionUntilKilled(directory: String, seed: UInt64) async throws {
+        let cache = FileLoadableCache(
+            directory: URL(fileURLWithPath: directory, isDirectory: true), maxBytes: evictionLimit)
+        var random = SeededRandomNumberGenerator(seed: seed)
+        let saves = Int.random(in: 1...40, using: &random)
+        let spins = Int.random(in: 0..<500, using: &random)
+        let progress = Progress()
+        let killer = Thread {
+            while progress.finishedSaves < saves { sched_yield() }
+            for _ in 0..<spins { sched_yield() }
+            kill(getpid(), SIGKILL)
+        }
+        killer.start()
+        var index = 0
+        while true {
+            try await cache.save(evictionEntry(index), key: evictionKeys[index % evictionKeys.count])
+            progress.finishSave()
+            index += 1
+        }
+    }
+
+    @Test(
+        "a process killed while saving with maxBytes (often while evicting) leaves whole entries and a right total",
+        arguments: 0..<8)
+    func killedWhileEvicting(iteration: Int) async throws {
+        guard iteration < StressScale.rounds(8) else { return }
+        let seed = 0x00E7_1C7 &+ UInt64(iteration)
+        let directory = FileCacheFixtures.temporaryDirectory("file-cache-evict-crash")
+        defer { FileCacheFixtures.removeDirectory(directory) }
+        let context = "seed \(seed) (iteration \(iteration))"
+
+        await #expect(processExitsWith: .signal(SIGKILL), "\(context)") {
+            [path = directory.path as String, seed = seed as UInt64] in
+            try await FileCacheCrashTests.saveWithEvictionUntilKilled(directory: path, seed: seed)
+        }
+
+        // The next launch, without a limit first: its start counts the files as they are.
+        let folder = directory.appendingPathComponent("v1")
+        let unbounded = FileLoadableCache(directory: directory)
+        let counted = try await unbounded.usage()
+        var sizes = FileCacheFixtures.entryFileSizes(in: folder)
+        #expect(FileCacheFixtures.names(in: folder).allSatisfy { !$0.hasPrefix(".tmp-") }, "\(context)")
+        #expect(counted.totalBytes == sizes.values.reduce(0, +), "\(context)")
+        #expect(Set(counted.namesLeastRecentFirst) == Set(sizes.keys), "\(context)")
+        for key in Self.evictionKeys {
+            do {
+                if let loaded = try await unbounded.load(key: key) {
+                    #expect(Self.evictionKeys[loaded.version % Self.evictionKeys.count] == key, "\(context): \(key)")
+                    #expect(loaded == Self.evictionEntry(loaded.version), "\(context): \(key)")
+                }
+            } catch {
+                Issue.record("\(context): \(key) does not load whole: \(error)")
+            }
+        }
+
+        // The limit's first use evicts down to it (if the kill came between a save and its
+        // eviction); then the total is the files' and within the limit.
+        let bounded = FileLoadableCache(directory: directory, maxBytes: Self.evictionLimit)
+        let after = try await bounded.usage()
+        sizes = FileCacheFixtures.entryFileSizes(in: folder)
+        #expect(after.totalBytes == sizes.values.reduce(0, +), "\(context)")
+        #expect(after.totalBytes <= Self.evictionLimit, "\(context): \(after.totalBytes) bytes")
+        try await bounded.save(Self.evictionEntry(7), key: "after")
+        let final = try await bounded.usage()
+        #expect(final.totalBytes == FileCacheFixtures.entryFileSizes(in: folder).values.reduce(0, +), "\(context)")
+        #expect(final.totalBytes <= Self.evictionLimit, "\(context)")
     }
 }

@@ -97,6 +97,38 @@ enum FileCacheFixtures {
         return header + littleEndian(fnv1a(header + keyBytes + data)) + keyBytes + data
     }
 
+    /// The file format `LDC2` of `entry` (with metadata) under `key`, built from its documentation.
+    static func encodedWithMetadata(_ entry: CachedEntry, key: String) -> [UInt8] {
+        let keyBytes = Array(key.utf8)
+        let data = Array(entry.data)
+        var metadata = littleEndian(UInt32(entry.metadata.count))
+        for (name, value) in entry.metadata.sorted(by: { $0.key < $1.key }) {
+            metadata += littleEndian(UInt32(name.utf8.count)) + Array(name.utf8)
+            metadata += littleEndian(UInt32(value.utf8.count)) + Array(value.utf8)
+        }
+        let header =
+            Array("LDC2".utf8) + littleEndian(Int64(entry.version))
+            + littleEndian(entry.savedAt.timeIntervalSinceReferenceDate.bitPattern)
+            + littleEndian(UInt32(keyBytes.count)) + littleEndian(UInt64(data.count))
+            + littleEndian(UInt32(metadata.count))
+        return header + littleEndian(fnv1a(header + keyBytes + metadata + data)) + keyBytes + metadata + data
+    }
+
+    /// The size of the file of `entry` (without metadata) under `key`.
+    static func fileSize(_ entry: CachedEntry, key: String) -> Int {
+        40 + key.precomposedStringWithCanonicalMapping.utf8.count + entry.data.count
+    }
+
+    /// The entry files in `folder` (not the temporary ones) and their sizes, by name.
+    static func entryFileSizes(in folder: URL) -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for name in names(in: folder) where !name.hasPrefix(".tmp-") {
+            var info = stat()
+            if stat(folder.path + "/" + name, &info) == 0 { sizes[name] = Int(info.st_size) }
+        }
+        return sizes
+    }
+
     /// The case of `error`, by name.
     static func kind(of error: LoadableCacheError?) -> String {
         switch error {

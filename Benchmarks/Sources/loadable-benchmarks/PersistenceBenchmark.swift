@@ -28,6 +28,12 @@ import LoadableCaching
 ///   reads the clock and yields, in a loop) while 1,000 restores run, against the same 1,000 files
 ///   read and decoded in one go on the main actor (a restore done on the main actor), and against
 ///   the ticker alone (the machine's own noise).
+/// - With a limit: the same save + restore through a `FileLoadableCache(maxBytes:)` whose limit is
+///   never reached (the cost of counting usage and keeping file times in recency order), against
+///   the same without a limit, taking turns. And eviction: one save that makes a cache holding
+///   10,000 entries of 150 B evict all of them (its entry is as large as the limit), against
+///   `remove(key:)` of the 10,000 by hand and then the same save in a cache without a limit; both
+///   call the cache directly from one task.
 @MainActor
 func runPersistence(_ settings: Settings, into report: inout Report) async {
     let values = (0..<settings.persistenceEntries).map(Item.init(index:))
@@ -38,6 +44,7 @@ func runPersistence(_ settings: Settings, into report: inout Report) async {
     defer { try? FileManager.default.removeItem(at: scratchDirectory) }
     await runRoundTrips(values, averageBytes: averageBytes, settings, into: &report)
     await runStalls(values, settings, into: &report)
+    await runEviction(settings, into: &report)
 }
 
 /// The contents of one entry: a post with its text, tags and counts, about 1 KB as JSON.
@@ -133,11 +140,13 @@ private func runRoundTrips(
     // They take turns, so that a busy moment of the machine slows each of them alike.
     var floors: [FloorRun] = []
     var library: [RoundTrip] = []
+    var limited: [RoundTrip] = []
     var direct: [RoundTrip] = []
     var hops: [Sample] = []
     for _ in 0..<runs {
         let posix = posixFloorRoundTrip(values)
         library.append(await libraryRoundTrip(values))
+        limited.append(await libraryRoundTrip(values, maxBytes: 1 << 40))
         direct.append(await directRoundTrip(values))
         hops.append(await hopRoundTrips(3 * count))
         // Last: its `fsync`s may slow the file system for a while after.
@@ -181,6 +190,27 @@ private func runRoundTrips(
             scenario: "persistence: hop main → pool → main", value: hop.nanoseconds(per: 3 * count) / 1e3,
             unit: "µs/op", allocationsPerOperation: hop.allocations(per: 3 * count)))
 
+    add("save, FileLoadableCache(maxBytes:), no eviction", fastest(limited.map(\.save)), against: floorSave)
+    add("restore, FileLoadableCache(maxBytes:)", fastest(limited.map(\.restore)), against: floorRestore)
+    let unlimitedBest = milliseconds(fastest(library).total)
+    let limitedBest = milliseconds(fastest(limited).total)
+    let limitedMedian = milliseconds(median(limited.map(\.total)))
+    let unlimitedMedian = milliseconds(median(library.map(\.total)))
+    report.add(
+        Row(
+            scenario: "persistence: \(what) save+restore with maxBytes, best", value: limitedBest, unit: "ms",
+            allocationsPerOperation: Double(fastest(limited).allocations) / Double(count),
+            baseline: "no limit, best", baselineValue: unlimitedBest, ratio: limitedBest / unlimitedBest))
+    report.add(
+        Goal(
+            name: "persistence: save + restore of \(what) with maxBytes (never reached) vs without a limit",
+            target: "<= 1.1x",
+            measured: String(
+                format: "%.2fx (best of %d: %.1f ms vs %.1f ms; median %.2fx: %.1f ms vs %.1f ms)",
+                limitedBest / unlimitedBest, runs, limitedBest, unlimitedBest, limitedMedian / unlimitedMedian,
+                limitedMedian, unlimitedMedian),
+            holds: limitedBest / unlimitedBest <= 1.1))
+
     let libraryBest = fastest(library)
     let libraryMedian = milliseconds(median(library.map(\.total)))
     for (name, trips, isIssueFloor) in [
@@ -217,9 +247,9 @@ private func runRoundTrips(
 /// The library's path: loadables persisted in a ``FileLoadableCache``, saved, then restored by new
 /// loadables.
 @MainActor
-private func libraryRoundTrip(_ values: [Item]) async -> RoundTrip {
+private func libraryRoundTrip(_ values: [Item], maxBytes: Int? = nil) async -> RoundTrip {
     let directory = temporaryDirectory("library")
-    let cache = FileLoadableCache(directory: directory)
+    let cache = FileLoadableCache(directory: directory, maxBytes: maxBytes)
     var errors = 0
     var saved: [ItemLoadable] = []
     saved.reserveCapacity(values.count)
@@ -573,4 +603,78 @@ private func idleTicker(for duration: Duration) async -> Stall {
     while clock.now < end { await Task.yield() }
     let gaps = await ticker.stop()
     return Stall(gaps: gaps, work: duration)
+}
+
+// MARK: - Eviction
+
+/// Entries in the eviction part.
+private let evictedEntries = 10_000
+
+/// The key of evicted entry `index`: 8 bytes, so that each file is 40 + 8 + 102 = 150 B.
+private func evictionKey(_ index: Int) -> String { "e-" + String(index + 100_000) }
+
+/// A cache in a new directory holding ``evictedEntries`` entries of 150 B, with `maxBytes` (or none).
+private func filledCache(maxBytes: Int?) async -> FileLoadableCache {
+    let cache = FileLoadableCache(directory: temporaryDirectory("eviction"), maxBytes: maxBytes)
+    let entry = CachedEntry(
+        data: Data(repeating: 7, count: 102), savedAt: Date(timeIntervalSinceReferenceDate: 0), version: 1)
+    for index in 0..<evictedEntries {
+        do {
+            try await cache.save(entry, key: evictionKey(index))
+        } catch {
+            fatalError("persistence benchmark: saving \(evictionKey(index)) failed: \(error)")
+        }
+    }
+    return cache
+}
+
+/// One save that evicts every entry, against removing them by hand and then the same save.
+private func evictionRun() async -> (evict: Sample, byHand: Sample) {
+    let limit = evictedEntries * 150
+    let big = CachedEntry(
+        data: Data(repeating: 9, count: limit - 40 - 3), savedAt: Date(timeIntervalSinceReferenceDate: 0), version: 1)
+    let bounded = await filledCache(maxBytes: limit)
+    let unbounded = await filledCache(maxBytes: nil)
+    do {
+        let evictWatch = Stopwatch.start()
+        try await bounded.save(big, key: "big")
+        let evict = evictWatch.stop()
+        let handWatch = Stopwatch.start()
+        for index in 0..<evictedEntries { try await unbounded.remove(key: evictionKey(index)) }
+        try await unbounded.save(big, key: "big")
+        let byHand = handWatch.stop()
+        let names = try FileManager.default.contentsOfDirectory(atPath: bounded.entriesDirectory.path)
+        precondition(names == [FileLoadableCache.fileName(forKey: "big")], "eviction left \(names.count) files")
+        return (evict, byHand)
+    } catch {
+        fatalError("persistence benchmark: eviction failed: \(error)")
+    }
+}
+
+@MainActor
+private func runEviction(_ settings: Settings, into report: inout Report) async {
+    let runs = max(settings.runs / 2, 1)
+    var samples: [(evict: Sample, byHand: Sample)] = []
+    for _ in 0..<runs {
+        samples.append(await Task.detached { await evictionRun() }.value)
+    }
+    func milliseconds(_ sample: Sample) -> Double { sample.duration.nanoseconds / 1e6 }
+    let evict = samples.map(\.evict).min { $0.duration < $1.duration }!
+    let byHand = samples.map(\.byHand).min { $0.duration < $1.duration }!
+    let ratios = samples.map { milliseconds($0.evict) / milliseconds($0.byHand) }.sorted()
+    let ratio = milliseconds(evict) / milliseconds(byHand)
+    let count = evictedEntries.formatted
+    report.add(
+        Row(
+            scenario: "persistence: a save evicting \(count) entries", value: milliseconds(evict), unit: "ms",
+            allocationsPerOperation: evict.allocations(per: evictedEntries),
+            baseline: "\(count) × remove(key:) + the save", baselineValue: milliseconds(byHand), ratio: ratio))
+    report.add(
+        Goal(
+            name: "persistence: one save that evicts \(count) entries vs remove(key:) of each by hand and the save",
+            target: "<= 1.5x",
+            measured: String(
+                format: "%.2fx (best of %d: %.1f ms vs %.1f ms; ratios of the runs %.2f–%.2fx)", ratio, runs,
+                milliseconds(evict), milliseconds(byHand), ratios.first!, ratios.last!),
+            holds: ratio <= 1.5))
 }

@@ -1,4 +1,5 @@
 public import Foundation
+internal import Loadable
 
 #if canImport(Glibc)
     internal import Glibc
@@ -8,53 +9,118 @@ public import Foundation
     internal import Darwin
 #endif
 
-/// A ``LoadableCache`` that keeps one file per key in a directory.
+/// A ``LoadableCache`` that keeps one file per key in a directory, optionally bounded in bytes.
 ///
 /// ```swift
 /// let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
-/// let cache = FileLoadableCache(directory: caches.appendingPathComponent("loadables"))
+/// let cache = FileLoadableCache(directory: caches.appendingPathComponent("loadables"), maxBytes: 50_000_000)
 /// ```
 ///
 /// **Crash safety.** A save writes a temporary file in the same folder and renames it over the old
 /// one, so a crash at any moment (a kill, a power cut after the rename reached the disk) leaves
 /// the old entry or the new one, never a torn file. A file that is not a complete entry anyway (cut
-/// short, overwritten by something else) is reported as ``LoadableCacheError/corrupt(key:reason:)``.
+/// short, overwritten by something else) is reported as ``LoadableCacheError/corrupt(key:reason:)``;
+/// a file that cannot be read (permissions, too many open files) as
+/// ``LoadableCacheError/loadFailed(key:underlying:)``, and is left alone.
 ///
 /// **Layout (an on-disk format, kept across releases).** Entries live in a `v1/` folder inside
-/// `directory`. A file's name is the lowercase hexadecimal of its key's UTF-8 bytes, so no key can
-/// name a path outside the folder and names never differ only in case. A key whose name would pass
-/// 255 bytes (more than 127 bytes of UTF-8) is cut to 238 hexadecimal digits, followed by `-` and
-/// 16 hexadecimal digits of a hash of the whole key; the empty key's file is `-`. Each file starts
-/// with a 40-byte header (the magic `LDC1`, the version, the save date, the lengths of the key and
-/// the data, and a checksum of the whole file), followed by the key and the data; the key in the file must match the
-/// one asked for, so two long keys that share a name are a miss, never each other's data.
+/// `directory`. A file's name is the lowercase hexadecimal of the UTF-8 bytes of its key's NFC
+/// form, so no key can name a path outside the folder, names never differ only in case, and keys
+/// that Swift finds equal (`"café"` typed precomposed or with a combining accent) share one file.
+/// A key whose name would pass 255 bytes (more than 127 bytes of UTF-8) is cut to 238 hexadecimal
+/// digits, followed by `-` and 16 hexadecimal digits of a hash of the whole key; the empty key's
+/// file is `-`. A file written by an earlier release under a name that is not NFC is still found
+/// by a load, and moved to its NFC name.
 ///
-/// **Threads.** An actor: its reads and writes run off the main actor, one at a time. The
-/// directory is created on the first save. Files are created readable by the user only.
-public actor FileLoadableCache: LoadableCache {
+/// Each file is a header (the magic `LDC1`, or `LDC2` when the entry has
+/// ``CachedEntry/metadata``; the version, the save date, the lengths of the key, the data and the
+/// metadata, and a checksum of the whole file), followed by the key, the metadata and the data.
+/// Entries without metadata are written as `LDC1`, which earlier releases read. The key in the file
+/// must equal the one asked for, so two long keys that share a name are a miss, never each other's
+/// data. Temporary files are named `.tmp-<process id>-<random>`.
+///
+/// **Limit.** With `maxBytes`, the sizes of the entry files (header, key, metadata and data) add
+/// up to at most `maxBytes`: a save that passes it removes the least recently used entries (by
+/// load or save) until the total is at or under it. An entry larger than `maxBytes` on its own is
+/// not kept (the limit is a hard bound): its save removes the key's old entry and does not throw.
+/// Usage is counted in memory: one scan of the folder when it is first used in the process (which
+/// also removes the temporary files of writes that never finished, and, if the limit was lowered,
+/// evicts), never a scan per save. The recency order survives a relaunch: with a limit, each load
+/// and save sets its file's modification time, strictly increasing, and the scan orders the files
+/// by it.
+///
+/// **Threads and objects.** An actor: its reads and writes run off the main actor. All the
+/// objects on one folder in one process share its state (usage, recency, the start's scan) and
+/// run their file work one at a time, and persistences through any of them share one cache queue,
+/// so a fresh `FileLoadableCache(directory:)` per loadable keeps the order of one shared object.
+/// Each object applies its own `maxBytes` to its saves (and evicts down to it on its first use).
+/// The directory is created, with its parents, on the first save. Files are created readable by
+/// the user only.
+///
+/// **Two processes.** Saves and loads of two processes on one folder are safe (whole files,
+/// renamed into place), and neither removes the other's writes in progress. Usage is counted per
+/// process: files another process writes or removes are seen at this process's next start, so
+/// the limit holds for this process's own saves. ``removeAll()`` removes every file it can and
+/// reports the ones it could not.
+public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// The directory given at init; entries are in its ``entriesDirectory``.
     public nonisolated let directory: URL
     /// The folder of this format's files: `directory/v1`.
     public nonisolated let entriesDirectory: URL
-    private let folderPath: String
-    private var folderExists = false
+    /// The most bytes the entry files may take, or `nil` for no limit.
+    public nonisolated let maxBytes: Int?
+    private nonisolated let folder: FileCacheFolder
+    /// Whether this object evicted down to its ``maxBytes`` on its first use.
+    private var hasEnforcedLimit = false
 
     /// Creates a cache in `directory`. Nothing is read or created until the first use.
     ///
-    /// - Parameter directory: A directory of the app's own (for example in its caches directory);
-    ///   it is created, with its parents, on the first save.
-    public init(directory: URL) {
+    /// - Parameters:
+    ///   - directory: A directory of the app's own (for example in its caches directory); it is
+    ///     created, with its parents, on the first save.
+    ///   - maxBytes: The most bytes the entry files may take (`nil`, the default, for no limit);
+    ///     must be greater than 0.
+    public init(directory: URL, maxBytes: Int? = nil) {
+        if let maxBytes {
+            requireValid(maxBytes > 0, "FileLoadableCache: maxBytes must be > 0 or nil, got \(maxBytes)")
+        }
         self.directory = directory
+        self.maxBytes = maxBytes
         entriesDirectory = directory.appendingPathComponent("v1", isDirectory: true)
-        folderPath = entriesDirectory.path
+        folder = FileCacheFolder.folder(atPath: entriesDirectory.standardizedFileURL.path)
     }
 
     /// The name of the file that keeps `key`'s entry, inside ``entriesDirectory``.
     ///
     /// - Parameter key: A cache key; any string, including the empty one.
-    /// - Returns: The lowercase hexadecimal of the key's UTF-8 bytes, cut and suffixed with a hash
-    ///   when longer than 255 bytes; `-` for the empty key.
+    /// - Returns: The lowercase hexadecimal of the UTF-8 bytes of the key's NFC form, cut and
+    ///   suffixed with a hash when longer than 255 bytes; `-` for the empty key.
     public nonisolated static func fileName(forKey key: String) -> String {
+        name(ofCanonicalKey: canonical(key))
+    }
+
+    /// `key` in NFC form (pure-ASCII keys as they are).
+    static func canonical(_ key: String) -> String {
+        isASCII(key) ? key : key.precomposedStringWithCanonicalMapping
+    }
+
+    private static func isASCII(_ key: String) -> Bool {
+        key.utf8.allSatisfy { $0 < 0x80 }
+    }
+
+    /// The names an earlier release may have given `key`'s file: those of its NFD form and of its
+    /// own bytes, when they differ from the NFC name.
+    private static func oldNames(of key: String, name: String) -> [String] {
+        guard !isASCII(key) else { return [] }
+        var names: [String] = []
+        for form in [key.decomposedStringWithCanonicalMapping, key] {
+            let other = self.name(ofCanonicalKey: form)
+            if other != name && !names.contains(other) { names.append(other) }
+        }
+        return names
+    }
+
+    private static func name(ofCanonicalKey key: String) -> String {
         let bytes = Array(key.utf8)
         guard !bytes.isEmpty else { return "-" }
         if bytes.count * 2 <= maxNameLength { return hex(bytes[...]) }
@@ -65,39 +131,40 @@ public actor FileLoadableCache: LoadableCache {
 
     // MARK: - LoadableCache
 
-    /// Reads the entry of `key`.
+    /// Reads the entry of `key` (and makes it the most recently used).
     ///
     /// - Returns: The entry, or `nil` when there is no file for `key` (or the file is another
     ///   key's, whose name it shares).
-    /// - Throws: ``LoadableCacheError/corrupt(key:reason:)`` when the file is not a complete
-    ///   entry; ``LoadableCacheError/loadFailed(key:underlying:)`` when it cannot be read.
+    /// - Throws: ``LoadableCacheError/corrupt(key:reason:)`` when the file's bytes are not a
+    ///   complete entry; ``LoadableCacheError/loadFailed(key:underlying:)`` naming the path and the
+    ///   system's reason when it cannot be read (the file is left alone).
     public func load(key: String) throws -> CachedEntry? {
-        let path = self.path(forKey: key)
-        let bytes: [UInt8]
+        let name = Self.fileName(forKey: key)
         do {
-            guard let read = try FileIO.readFile(atPath: path) else { return nil }
-            bytes = read
+            return try withContents { contents in
+                try contents.load(
+                    key: key, name: name, oldNames: Self.oldNames(of: key, name: name), limit: maxBytes)
+            }
+        } catch let error as LoadableCacheError {
+            throw error
         } catch {
             throw LoadableCacheError.loadFailed(key: key, underlying: error)
         }
-        return try EntryFile.decode(bytes, key: key)
     }
 
-    /// Writes `entry` for `key`: to a temporary file, then renamed over the old one.
+    /// Writes `entry` for `key`: to a temporary file, then renamed over the old one; then, with a
+    /// limit, removes the least recently used entries until the total is at or under it. An entry
+    /// larger than ``maxBytes`` is not kept, and the key's old entry is removed.
     ///
     /// - Throws: ``LoadableCacheError/saveFailed(key:underlying:)``; the old entry, if any, is
     ///   left whole.
     public func save(_ entry: CachedEntry, key: String) throws {
-        let bytes = EntryFile.encode(entry, key: key)
+        let canonical = Self.canonical(key)
+        let name = Self.name(ofCanonicalKey: canonical)
+        let bytes = EntryFile.encode(entry, key: canonical)
         do {
-            try ensureFolder()
-            do {
-                try FileIO.writeAtomically(bytes, toPath: path(forKey: key), inFolder: folderPath)
-            } catch let error as FileIOError where error.code == ENOENT {
-                // The folder went away (cleared by another process): make it again, once.
-                folderExists = false
-                try ensureFolder()
-                try FileIO.writeAtomically(bytes, toPath: path(forKey: key), inFolder: folderPath)
+            try withContents { contents in
+                try contents.save(bytes, name: name, oldNames: Self.oldNames(of: key, name: name), limit: maxBytes)
             }
         } catch {
             throw LoadableCacheError.saveFailed(key: key, underlying: error)
@@ -108,40 +175,152 @@ public actor FileLoadableCache: LoadableCache {
     ///
     /// - Throws: ``LoadableCacheError/removeFailed(key:underlying:)``.
     public func remove(key: String) throws {
+        let name = Self.fileName(forKey: key)
         do {
-            try FileIO.removeFile(atPath: path(forKey: key))
+            try withContents { try $0.remove(name: name, oldNames: Self.oldNames(of: key, name: name)) }
         } catch {
             throw LoadableCacheError.removeFailed(key: key, underlying: error)
         }
     }
 
-    /// Deletes the `v1/` folder with every entry (and any temporary file a crash left behind).
+    /// Deletes every file in the `v1/` folder, and the temporary files of writes that never
+    /// finished, but not those of another process's writes in progress; the folder stays.
     ///
-    /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)``.
+    /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` when some files could not be
+    ///   removed (every other one is); its underlying error lists each path with the system's
+    ///   reason.
     public func removeAll() throws {
-        folderExists = false
-        do {
-            try FileManager.default.removeItem(atPath: folderPath)
-        } catch {
-            guard FileManager.default.fileExists(atPath: folderPath) else { return }
-            throw LoadableCacheError.removeAllFailed(underlying: error)
+        let failures = folder.withUnstartedContents { $0.removeFiles(everything: true) { _ in true } }
+        try Self.throwing(failures)
+    }
+
+    /// Deletes the entries whose keys start with `prefix` (as Swift compares strings, on the
+    /// keys' NFC forms); an empty prefix removes everything as ``removeAll()`` does.
+    ///
+    /// Files are picked by the hexadecimal of the prefix's NFC UTF-8; a cut name (a key longer
+    /// than 127 bytes) is checked against the key inside its file.
+    ///
+    /// Not isolated to the actor (the folder's lock orders it), so that a call on a
+    /// `FileLoadableCache` resolves to it rather than to the protocol's default.
+    ///
+    /// - Parameter prefix: The start of the keys to remove.
+    /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` listing each file that could
+    ///   not be removed or read, with the system's reason; every other one is removed.
+    public nonisolated func removeEntries(keyPrefix prefix: String) async throws {
+        let canonicalPrefix = Self.canonical(prefix)
+        guard !canonicalPrefix.isEmpty else { return try await removeAll() }
+        let prefixName = Self.hex(Array(canonicalPrefix.utf8)[...])
+        let path = folder.path
+        let failures = folder.withUnstartedContents { contents in
+            contents.removeFiles(everything: false) { name in
+                guard name.utf8.count == Self.maxNameLength, name.utf8.contains(UInt8(ascii: "-")) else {
+                    guard name.hasPrefix(prefixName), let key = Self.key(ofName: name) else { return false }
+                    return key.hasPrefix(prefix)
+                }
+                guard name.hasPrefix(prefixName.prefix(Self.keptNameDigits)) else { return false }
+                return try Self.head(ofFile: path + "/" + name)?.key.hasPrefix(prefix) ?? false
+            }
         }
+        try Self.throwing(failures)
+    }
+
+    /// Deletes the entries saved (``CachedEntry/savedAt``) before `date`, read from each file's
+    /// header; files whose header is not an entry's are left alone.
+    ///
+    /// - Parameter date: The oldest save date kept.
+    /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` listing each file that could
+    ///   not be read or removed, with the system's reason; every other one is handled.
+    public func removeEntries(savedBefore date: Date) throws {
+        let path = folder.path
+        let failures = folder.withUnstartedContents { contents in
+            contents.removeFiles(everything: false) { name in
+                guard let head = try Self.head(ofFile: path + "/" + name) else { return false }
+                return head.savedAt < date
+            }
+        }
+        try Self.throwing(failures)
+    }
+
+    // MARK: - CacheQueueSharing
+
+    /// The folder's identity: every object on the folder shares one queue.
+    nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(folder) }
+
+    /// `key` in NFC form, the key of its file.
+    nonisolated func queueKey(for key: String) -> String { Self.canonical(key) }
+
+    // MARK: - For tests
+
+    /// The usage as this process counts it: the entry files' total size, and their names, least
+    /// recently used first. Starts the folder (scans it) if it was not yet.
+    package func usage() throws -> (totalBytes: Int, namesLeastRecentFirst: [String]) {
+        try withContents { ($0.entries.totalBytes, $0.entries.namesInOrder) }
+    }
+
+    /// Makes the next object on `directory` start afresh, with a scan, as in a new process; the
+    /// objects made before keep the state they share (a test drops them first).
+    package nonisolated static func forgetFolder(directory: URL) {
+        FileCacheFolder.forget(
+            atPath: directory.appendingPathComponent("v1", isDirectory: true).standardizedFileURL.path)
+    }
+
+    /// How many times the folder of `directory` was scanned by a start in this process.
+    package nonisolated static func startCount(directory: URL) -> Int {
+        FileCacheFolder.startCount(
+            atPath: directory.appendingPathComponent("v1", isDirectory: true).standardizedFileURL.path)
     }
 
     // MARK: - Files
 
-    private func path(forKey key: String) -> String {
-        folderPath + "/" + Self.fileName(forKey: key)
+    /// Runs `body` on the folder's contents, started, after this object's first eviction.
+    private func withContents<Result>(_ body: (inout FileCacheFolder.Contents) throws -> Result) throws -> Result {
+        let limit = hasEnforcedLimit ? nil : maxBytes
+        let result = try folder.withContents(evictingTo: limit, body)
+        hasEnforcedLimit = true
+        return result
     }
 
-    private func ensureFolder() throws {
-        guard !folderExists else { return }
-        try FileManager.default.createDirectory(atPath: folderPath, withIntermediateDirectories: true)
-        folderExists = true
+    private static func throwing(_ failures: [FileIOError]) throws {
+        guard failures.isEmpty else {
+            throw LoadableCacheError.removeAllFailed(underlying: FileRemovalFailures(failures: failures))
+        }
+    }
+
+    /// The save date and key at the start of the file at `path`; `nil` when there is no file or
+    /// its start is not an entry's.
+    private static func head(ofFile path: String) throws -> (savedAt: Date, key: String)? {
+        guard let start = try FileIO.readBytes(atPath: path, atMost: EntryFile.metadataHeaderSize) else { return nil }
+        let length = EntryFile.headLength(start)
+        if length <= start.count { return EntryFile.head(start) }
+        guard let bytes = try FileIO.readBytes(atPath: path, atMost: length) else { return nil }
+        return EntryFile.head(bytes)
+    }
+
+    /// The key of an uncut name.
+    private static func key(ofName name: String) -> String? {
+        if name == "-" { return "" }
+        let digits = Array(name.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 0x30...0x39: digit - 0x30
+            case 0x61...0x66: digit - 0x61 + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The longest file name most file systems take, in bytes.
     private static let maxNameLength = 255
+    /// The digits of a cut name before its `-` and hash.
+    private static let keptNameDigits = (maxNameLength - 17) / 2 * 2
 
     private nonisolated static func hex(_ bytes: ArraySlice<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
@@ -152,196 +331,5 @@ public actor FileLoadableCache: LoadableCache {
             out.append(digits[Int(byte & 0x0f)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-}
-
-/// The bytes of one entry's file (format v1).
-///
-/// ```
-/// offset size
-///      0    4  magic "LDC1"
-///      4    8  version, Int64 little-endian
-///     12    8  savedAt, seconds since 2001-01-01 as a Float64 bit pattern, little-endian
-///     20    4  key length in bytes, UInt32 little-endian
-///     24    8  data length in bytes, UInt64 little-endian
-///     32    8  FNV-1a 64 of bytes 0..<32, then the key, then the data, little-endian
-///     40       the key (UTF-8), then the data
-/// ```
-enum EntryFile {
-    static let magic: [UInt8] = Array("LDC1".utf8)
-    static let headerSize = 40
-
-    static func encode(_ entry: CachedEntry, key: String) -> [UInt8] {
-        let keyBytes = Array(key.utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(headerSize + keyBytes.count + entry.data.count)
-        out.append(contentsOf: magic)
-        out.append(contentsOf: littleEndianBytes(UInt64(bitPattern: Int64(entry.version))))
-        out.append(contentsOf: littleEndianBytes(entry.savedAt.timeIntervalSinceReferenceDate.bitPattern))
-        out.append(contentsOf: littleEndianBytes(UInt32(keyBytes.count)))
-        out.append(contentsOf: littleEndianBytes(UInt64(entry.data.count)))
-        var hash = FNV1a()
-        hash.add(out[...])
-        hash.add(keyBytes[...])
-        entry.data.withUnsafeBytes { hash.add($0) }
-        out.append(contentsOf: littleEndianBytes(hash.value))
-        out.append(contentsOf: keyBytes)
-        out.append(contentsOf: entry.data)
-        return out
-    }
-
-    /// The entry in `bytes`, or `nil` when the file is another key's (a long key sharing its
-    /// name).
-    static func decode(_ bytes: [UInt8], key: String) throws -> CachedEntry? {
-        func corrupt(_ reason: String) -> LoadableCacheError { .corrupt(key: key, reason: reason) }
-        guard bytes.count >= headerSize else {
-            throw corrupt("the file has \(bytes.count) bytes, shorter than the \(headerSize)-byte header")
-        }
-        guard Array(bytes[0..<4]) == magic else { throw corrupt("the file does not start with \"LDC1\"") }
-        let version = Int64(bitPattern: readUInt64(bytes, at: 4))
-        let savedAt = Double(bitPattern: readUInt64(bytes, at: 12))
-        let keyCount = Int(readUInt32(bytes, at: 20))
-        let dataCount = readUInt64(bytes, at: 24)
-        let checksum = readUInt64(bytes, at: 32)
-        let available = UInt64(bytes.count - headerSize)
-        guard UInt64(keyCount) <= available, dataCount == available - UInt64(keyCount) else {
-            throw corrupt(
-                "the header announces \(keyCount) key bytes and \(dataCount) data bytes, the file has \(available) after the header"
-            )
-        }
-        var hash = FNV1a()
-        hash.add(bytes[0..<32])
-        hash.add(bytes[headerSize...])
-        guard hash.value == checksum else { throw corrupt("the checksum does not match the contents") }
-        guard savedAt.isFinite, let version = Int(exactly: version) else {
-            throw corrupt("the header's date or version is not a number")
-        }
-        let keyEnd = headerSize + keyCount
-        guard bytes[headerSize..<keyEnd].elementsEqual(key.utf8) else { return nil }
-        return CachedEntry(
-            data: Data(bytes[keyEnd...]), savedAt: Date(timeIntervalSinceReferenceDate: savedAt), version: version)
-    }
-
-    private static func readUInt64(_ bytes: [UInt8], at offset: Int) -> UInt64 {
-        var value: UInt64 = 0
-        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
-        return value
-    }
-
-    private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        var value: UInt32 = 0
-        for index in (0..<4).reversed() { value = value << 8 | UInt32(bytes[offset + index]) }
-        return value
-    }
-}
-
-/// `value`'s bytes, least significant first.
-private func littleEndianBytes<Value: FixedWidthInteger>(_ value: Value) -> [UInt8] {
-    (0..<(Value.bitWidth / 8)).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
-}
-
-/// The 64-bit FNV-1a hash: a file's checksum and a long key's name suffix.
-struct FNV1a {
-    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash = FNV1a()
-        hash.add(bytes)
-        return hash.value
-    }
-
-    mutating func add(_ bytes: ArraySlice<UInt8>) {
-        bytes.withUnsafeBytes { add($0) }
-    }
-
-    mutating func add(_ bytes: UnsafeRawBufferPointer) {
-        var hash = value
-        for byte in bytes {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        value = hash
-    }
-}
-
-/// A failed system call on a cache file: which call, on which path, and the system's reason.
-struct FileIOError: Error, CustomStringConvertible {
-    let operation: String
-    let path: String
-    let code: Int32
-
-    var description: String {
-        "\(operation)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code))"
-    }
-}
-
-/// The system calls behind ``FileLoadableCache``: fewer and cheaper than Foundation's, with
-/// errors that name the path.
-enum FileIO {
-    /// The whole file at `path`, or `nil` if there is none.
-    static func readFile(atPath path: String) throws -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        if descriptor < 0 {
-            if errno == ENOENT { return nil }
-            throw FileIOError(operation: "open", path: path, code: errno)
-        }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw FileIOError(operation: "fstat", path: path, code: errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw FileIOError(operation: "read", path: path, code: EISDIR)
-        }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                read(descriptor, buffer.baseAddress! + done, buffer.count - done)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileIOError(operation: "read", path: path, code: errno)
-            }
-            if count == 0 { break }  // cut short while reading: the decoder reports it
-            done += count
-        }
-        if done < bytes.count { bytes.removeLast(bytes.count - done) }
-        return bytes
-    }
-
-    /// Writes `bytes` to a new temporary file in `folder`, then renames it to `path`.
-    static func writeAtomically(_ bytes: [UInt8], toPath path: String, inFolder folder: String) throws {
-        let temporary = folder + "/.tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw FileIOError(operation: "open", path: temporary, code: errno) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                close(descriptor)
-                unlink(temporary)
-                throw FileIOError(operation: "write", path: temporary, code: code)
-            }
-            written += count
-        }
-        guard close(descriptor) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw FileIOError(operation: "close", path: temporary, code: code)
-        }
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw FileIOError(operation: "rename", path: path, code: code)
-        }
-    }
-
-    /// Deletes the file at `path`; a missing file is not an error.
-    static func removeFile(atPath path: String) throws {
-        guard unlink(path) == 0 || errno == ENOENT else {
-            throw FileIOError(operation: "unlink", path: path, code: errno)
-        }
     }
 }

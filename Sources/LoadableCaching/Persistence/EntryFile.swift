@@ -1,0 +1,231 @@
+import Foundation
+
+/// The bytes of one entry's file: format `LDC1` (no metadata) or `LDC2` (with metadata).
+///
+/// A save writes `LDC1` when the entry has no metadata, so that the files of apps that keep none
+/// stay readable by earlier releases, and `LDC2` otherwise. A load reads both. Integers are
+/// little-endian; the date is seconds since 2001-01-01 as a Float64 bit pattern.
+///
+/// ```
+/// LDC1 (40-byte header)                     LDC2 (44-byte header)
+/// offset size                               offset size
+///      0    4  magic "LDC1"                      0    4  magic "LDC2"
+///      4    8  version, Int64                    4    8  version, Int64
+///     12    8  savedAt, Float64 bits            12    8  savedAt, Float64 bits
+///     20    4  key length, UInt32               20    4  key length, UInt32
+///     24    8  data length, UInt64              24    8  data length, UInt64
+///     32    8  FNV-1a 64 of bytes 0..<32,       32    4  metadata length, UInt32
+///              the key, the data                36    8  FNV-1a 64 of bytes 0..<36, the key,
+///     40       the key (UTF-8), the data                 the metadata, the data
+///                                               44       the key (UTF-8), the metadata, the data
+/// ```
+///
+/// The metadata is a UInt32 count of pairs, then each pair, sorted by name (as Swift sorts
+/// strings), as a UInt32 length and the UTF-8 of the name, then the same for the value: the same
+/// metadata always makes the same bytes. The key in the file is the key's NFC form; a load
+/// compares it with the key asked for as Swift compares strings.
+enum EntryFile {
+    static let magic: [UInt8] = Array("LDC1".utf8)
+    static let metadataMagic: [UInt8] = Array("LDC2".utf8)
+    static let headerSize = 40
+    static let metadataHeaderSize = 44
+    /// Where the save date is, in both formats.
+    static let savedAtOffset = 12
+
+    static func encode(_ entry: CachedEntry, key: String) -> [UInt8] {
+        let keyBytes = Array(key.utf8)
+        let metadata = entry.metadata.isEmpty ? [] : encodedMetadata(entry.metadata)
+        let hasMetadata = !entry.metadata.isEmpty
+        var out = [UInt8]()
+        out.reserveCapacity(metadataHeaderSize + keyBytes.count + metadata.count + entry.data.count)
+        out.append(contentsOf: hasMetadata ? metadataMagic : magic)
+        out.append(contentsOf: littleEndianBytes(UInt64(bitPattern: Int64(entry.version))))
+        out.append(contentsOf: littleEndianBytes(entry.savedAt.timeIntervalSinceReferenceDate.bitPattern))
+        out.append(contentsOf: littleEndianBytes(UInt32(keyBytes.count)))
+        out.append(contentsOf: littleEndianBytes(UInt64(entry.data.count)))
+        if hasMetadata { out.append(contentsOf: littleEndianBytes(UInt32(metadata.count))) }
+        var hash = FNV1a()
+        hash.add(out[...])
+        hash.add(keyBytes[...])
+        hash.add(metadata[...])
+        entry.data.withUnsafeBytes { hash.add($0) }
+        out.append(contentsOf: littleEndianBytes(hash.value))
+        out.append(contentsOf: keyBytes)
+        out.append(contentsOf: metadata)
+        out.append(contentsOf: entry.data)
+        return out
+    }
+
+    /// The metadata's bytes: the count, then each pair sorted by name, each string as its length
+    /// and its UTF-8.
+    static func encodedMetadata(_ metadata: [String: String]) -> [UInt8] {
+        var out = littleEndianBytes(UInt32(metadata.count))
+        for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            for string in [name, value] {
+                out.append(contentsOf: littleEndianBytes(UInt32(string.utf8.count)))
+                out.append(contentsOf: string.utf8)
+            }
+        }
+        return out
+    }
+
+    /// The entry in `bytes`, or `nil` when the file is another key's (a long key sharing its
+    /// name).
+    ///
+    /// - Throws: ``LoadableCacheError/corrupt(key:reason:)`` when the bytes are not a whole entry.
+    static func decode(_ bytes: [UInt8], key: String) throws -> CachedEntry? {
+        func corrupt(_ reason: String) -> LoadableCacheError { .corrupt(key: key, reason: reason) }
+        guard bytes.count >= 4 else {
+            throw corrupt("the file has \(bytes.count) bytes, shorter than the \(headerSize)-byte header")
+        }
+        let hasMetadata: Bool
+        switch Array(bytes[0..<4]) {
+        case magic: hasMetadata = false
+        case metadataMagic: hasMetadata = true
+        default: throw corrupt("the file does not start with \"LDC1\" or \"LDC2\"")
+        }
+        let header = hasMetadata ? metadataHeaderSize : headerSize
+        guard bytes.count >= header else {
+            throw corrupt("the file has \(bytes.count) bytes, shorter than the \(header)-byte header")
+        }
+        let version = Int64(bitPattern: readUInt64(bytes, at: 4))
+        let savedAt = Double(bitPattern: readUInt64(bytes, at: savedAtOffset))
+        let keyCount = UInt64(readUInt32(bytes, at: 20))
+        let dataCount = readUInt64(bytes, at: 24)
+        let metadataCount = hasMetadata ? UInt64(readUInt32(bytes, at: 32)) : 0
+        let checksum = readUInt64(bytes, at: header - 8)
+        let available = UInt64(bytes.count - header)
+        guard keyCount + metadataCount <= available, dataCount == available - keyCount - metadataCount else {
+            throw corrupt(
+                "the header announces \(keyCount) key bytes, \(metadataCount) metadata bytes and \(dataCount) data bytes, the file has \(available) after the header"
+            )
+        }
+        var hash = FNV1a()
+        hash.add(bytes[0..<(header - 8)])
+        hash.add(bytes[header...])
+        guard hash.value == checksum else { throw corrupt("the checksum does not match the contents") }
+        guard savedAt.isFinite, let version = Int(exactly: version) else {
+            throw corrupt("the header's date or version is not a number")
+        }
+        let keyEnd = header + Int(keyCount)
+        guard keyMatches(bytes[header..<keyEnd], key) else { return nil }
+        let metadataEnd = keyEnd + Int(metadataCount)
+        let metadata: [String: String]
+        if hasMetadata {
+            guard let decoded = decodedMetadata(bytes[keyEnd..<metadataEnd]) else {
+                throw corrupt("the metadata's lengths do not add up")
+            }
+            metadata = decoded
+        } else {
+            metadata = [:]
+        }
+        return CachedEntry(
+            data: Data(bytes[metadataEnd...]), savedAt: Date(timeIntervalSinceReferenceDate: savedAt),
+            version: version, metadata: metadata)
+    }
+
+    /// The metadata in `bytes`, or `nil` when its lengths do not add up.
+    static func decodedMetadata(_ bytes: ArraySlice<UInt8>) -> [String: String]? {
+        var offset = bytes.startIndex
+        func string() -> String? {
+            guard bytes.endIndex - offset >= 4 else { return nil }
+            let count = Int(readUInt32(bytes, at: offset))
+            offset += 4
+            guard bytes.endIndex - offset >= count else { return nil }
+            defer { offset += count }
+            return String(decoding: bytes[offset..<(offset + count)], as: UTF8.self)
+        }
+        guard bytes.count >= 4 else { return nil }
+        let count = Int(readUInt32(bytes, at: offset))
+        offset += 4
+        var metadata: [String: String] = [:]
+        for _ in 0..<count {
+            guard let name = string(), let value = string(), metadata[name] == nil else { return nil }
+            metadata[name] = value
+        }
+        return offset == bytes.endIndex ? metadata : nil
+    }
+
+    /// Whether the key bytes of a file are `key`, as Swift compares strings.
+    static func keyMatches(_ bytes: ArraySlice<UInt8>, _ key: String) -> Bool {
+        if bytes.elementsEqual(key.utf8) { return true }
+        if bytes.allSatisfy({ $0 < 0x80 }) && key.utf8.allSatisfy({ $0 < 0x80 }) { return false }
+        return String(decoding: bytes, as: UTF8.self) == key
+    }
+
+    /// What the start of a file says: when it was saved and its key; `nil` when the bytes are not
+    /// the start of an entry.
+    static func head(_ bytes: [UInt8]) -> (savedAt: Date, key: String)? {
+        guard bytes.count >= 4 else { return nil }
+        let header: Int
+        switch Array(bytes[0..<4]) {
+        case magic: header = headerSize
+        case metadataMagic: header = metadataHeaderSize
+        default: return nil
+        }
+        guard bytes.count >= header else { return nil }
+        let savedAt = Double(bitPattern: readUInt64(bytes, at: savedAtOffset))
+        let keyCount = Int(readUInt32(bytes, at: 20))
+        guard savedAt.isFinite, bytes.count >= header + keyCount else { return nil }
+        return (
+            Date(timeIntervalSinceReferenceDate: savedAt),
+            String(decoding: bytes[header..<(header + keyCount)], as: UTF8.self)
+        )
+    }
+
+    /// How many bytes of a file ``head(_:)`` needs, given its first ``metadataHeaderSize`` bytes
+    /// (or fewer).
+    static func headLength(_ start: [UInt8]) -> Int {
+        guard start.count >= 24 else { return metadataHeaderSize }
+        let header = Array(start[0..<4]) == metadataMagic ? metadataHeaderSize : headerSize
+        return header + Int(readUInt32(start, at: 20))
+    }
+
+    private static func readUInt64<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes, at offset: Bytes.Index
+    )
+        -> UInt64 where Bytes.Index == Int
+    {
+        var value: UInt64 = 0
+        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
+        return value
+    }
+
+    private static func readUInt32<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes, at offset: Bytes.Index
+    )
+        -> UInt32 where Bytes.Index == Int
+    {
+        var value: UInt32 = 0
+        for index in (0..<4).reversed() { value = value << 8 | UInt32(bytes[offset + index]) }
+        return value
+    }
+}
+
+/// `value`'s bytes, least significant first.
+func littleEndianBytes<Value: FixedWidthInteger>(_ value: Value) -> [UInt8] {
+    (0..<(Value.bitWidth / 8)).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
+}
+
+/// The 64-bit FNV-1a hash: a file's checksum and a long key's name suffix.
+struct FNV1a {
+    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var hash = FNV1a()
+        hash.add(bytes)
+        return hash.value
+    }
+
+    mutating func add(_ bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBytes { add($0) }
+    }
+
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        var hash = value
+        for byte in bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        value = hash
+    }
+}

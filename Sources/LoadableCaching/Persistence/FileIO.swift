@@ -1,0 +1,242 @@
+import Foundation
+
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
+
+/// A failed system call on a cache file: which call, on which path, and the system's reason.
+struct FileIOError: Error, CustomStringConvertible {
+    let operation: String
+    let path: String
+    let code: Int32
+
+    var description: String {
+        "\(operation)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code))"
+    }
+}
+
+/// The files a removal could not remove, each with the system's reason.
+struct FileRemovalFailures: Error, CustomStringConvertible {
+    let failures: [FileIOError]
+
+    var description: String {
+        let count = failures.count == 1 ? "1 file" : "\(failures.count) files"
+        return "\(count) could not be removed: " + failures.map(\.description).joined(separator: "; ")
+    }
+}
+
+/// One name in a folder, with what the folder listing and `lstat` say about it.
+struct FolderItem {
+    var name: String
+    var isRegularFile: Bool
+    var size: Int
+    /// The modification time, in nanoseconds since 1970.
+    var modified: Int64
+}
+
+/// The system calls behind ``FileLoadableCache``: fewer and cheaper than Foundation's, with
+/// errors that name the path.
+enum FileIO {
+    /// The whole file at `path`, or `nil` if there is none.
+    static func readFile(atPath path: String) throws -> [UInt8]? {
+        try readBytes(atPath: path, atMost: nil)
+    }
+
+    /// The first `limit` bytes of the file at `path` (all of them for `nil`), or `nil` if there is
+    /// no file.
+    static func readBytes(atPath path: String, atMost limit: Int?) throws -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 {
+            if errno == ENOENT { return nil }
+            throw FileIOError(operation: "open", path: path, code: errno)
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FileIOError(operation: "fstat", path: path, code: errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw FileIOError(operation: "read", path: path, code: EISDIR)
+        }
+        var bytes = [UInt8](repeating: 0, count: min(Int(info.st_size), limit ?? .max))
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                read(descriptor, buffer.baseAddress! + done, buffer.count - done)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileIOError(operation: "read", path: path, code: errno)
+            }
+            if count == 0 { break }  // cut short while reading: the decoder reports it
+            done += count
+        }
+        if done < bytes.count { bytes.removeLast(bytes.count - done) }
+        return bytes
+    }
+
+    /// A temporary file's name: `.tmp-<pid>-<random>`, unique per process.
+    static func temporaryName() -> String {
+        ".tmp-\(getpid())-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    }
+
+    /// Whether `name` is a temporary file that no write in progress uses: one of a process that is
+    /// not running, or of this process (an earlier process with the same id: this process never
+    /// leaves its own, and none is in progress while its folder is locked), or a name that does not
+    /// parse.
+    static func isStaleTemporaryFile(_ name: String) -> Bool {
+        let parts = name.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+        guard parts.count == 3, let pid = Int32(Substring(parts[1])), pid > 0 else { return true }
+        if pid == getpid() { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    /// Writes `bytes` to a new temporary file in `folder`, then renames it to `path`; sets the
+    /// file's modification time to `modified` (nanoseconds since 1970) when given.
+    static func writeAtomically(
+        _ bytes: [UInt8], toPath path: String, inFolder folder: String, modified: Int64?
+    )
+        throws
+    {
+        let temporary = folder + "/" + temporaryName()
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw FileIOError(operation: "open", path: temporary, code: errno) }
+        func fail(_ operation: String, _ code: Int32, path failedPath: String) -> FileIOError {
+            close(descriptor)
+            unlink(temporary)
+            return FileIOError(operation: operation, path: failedPath, code: code)
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw fail("write", errno, path: temporary)
+            }
+            written += count
+        }
+        if let modified {
+            var times = [timespec(tv_sec: 0, tv_nsec: omitTime), timespec(nanoseconds: modified)]
+            guard futimens(descriptor, &times) == 0 else { throw fail("futimens", errno, path: temporary) }
+        }
+        guard close(descriptor) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw FileIOError(operation: "close", path: temporary, code: code)
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw FileIOError(operation: "rename", path: path, code: code)
+        }
+    }
+
+    /// Sets the modification time of the file at `path` (nanoseconds since 1970); a failure is
+    /// ignored (the order it keeps is a hint for the next start).
+    static func setModified(_ modified: Int64, atPath path: String) {
+        var times = [timespec(tv_sec: 0, tv_nsec: omitTime), timespec(nanoseconds: modified)]
+        _ = utimensat(AT_FDCWD, path, &times, 0)
+    }
+
+    /// The wall-clock time in nanoseconds since 1970, as file times count it.
+    static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+
+    /// Deletes the file at `path`; a missing file is not an error.
+    static func removeFile(atPath path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw FileIOError(operation: "unlink", path: path, code: errno)
+        }
+    }
+
+    /// Renames the file at `path` to `newPath`; returns whether it did.
+    static func move(_ path: String, to newPath: String) -> Bool {
+        rename(path, newPath) == 0
+    }
+
+    /// Makes the folder at `path` and its missing parents (mode 0700).
+    ///
+    /// - Throws: ``FileIOError`` naming the folder that could not be made, with the system's
+    ///   reason (a file in the way is "Not a directory").
+    static func makeFolder(atPath path: String) throws {
+        if mkdir(path, 0o700) == 0 { return }
+        let code = errno
+        switch code {
+        case EEXIST:
+            var info = stat()
+            guard stat(path, &info) == 0 else { throw FileIOError(operation: "stat", path: path, code: errno) }
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw FileIOError(operation: "mkdir", path: path, code: ENOTDIR)
+            }
+        case ENOENT:
+            let parent = (path as NSString).deletingLastPathComponent
+            guard !parent.isEmpty, parent != path else { throw FileIOError(operation: "mkdir", path: path, code: code) }
+            try makeFolder(atPath: parent)
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+                throw FileIOError(operation: "mkdir", path: path, code: errno)
+            }
+        default:
+            throw FileIOError(operation: "mkdir", path: path, code: code)
+        }
+    }
+
+    /// The names in the folder at `path` (without `.` and `..`), with their sizes and times; `nil`
+    /// when there is no folder.
+    static func list(folder path: String) throws -> [FolderItem]? {
+        guard let folder = opendir(path) else {
+            if errno == ENOENT { return nil }
+            throw FileIOError(operation: "opendir", path: path, code: errno)
+        }
+        defer { closedir(folder) }
+        let descriptor = dirfd(folder)
+        var items: [FolderItem] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(folder) else {
+                if errno != 0 { throw FileIOError(operation: "readdir", path: path, code: errno) }
+                return items
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { buffer in
+                String(cString: buffer.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name == "." || name == ".." { continue }
+            var info = stat()
+            guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }  // gone meanwhile
+            items.append(
+                FolderItem(
+                    name: name, isRegularFile: (info.st_mode & S_IFMT) == S_IFREG, size: Int(info.st_size),
+                    modified: info.modifiedNanoseconds))
+        }
+    }
+
+    /// `UTIME_OMIT`: leave that time as it is.
+    #if canImport(Darwin)
+        private static let omitTime = Int(-2)
+    #else
+        private static let omitTime = Int((1 << 30) - 2)
+    #endif
+}
+
+extension timespec {
+    fileprivate init(nanoseconds: Int64) {
+        self.init(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    }
+}
+
+extension stat {
+    /// The modification time, in nanoseconds since 1970.
+    fileprivate var modifiedNanoseconds: Int64 {
+        #if canImport(Darwin)
+            Int64(st_mtimespec.tv_sec) * 1_000_000_000 + Int64(st_mtimespec.tv_nsec)
+        #else
+            Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec)
+        #endif
+    }
+}
