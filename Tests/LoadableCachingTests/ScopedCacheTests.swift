@@ -37,6 +37,10 @@ struct ScopedCacheTests {
         #expect(try await posts.load(key: "2") == nil)
         try await posts.removeAll()
         #expect(await cache.keys == ["settings", "users/1"])
+        // Called on the cache itself, it is the cache's own, not the protocol's failing default.
+        await cache.removeEntries(keyPrefix: "users/")
+        #expect(await cache.keys == ["settings"])
+        try await users.save(entry("u1"), key: "1")
         try await users.remove(key: "1")
         #expect(await cache.keys == ["settings"])
     }

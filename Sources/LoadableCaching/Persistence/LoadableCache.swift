@@ -262,8 +262,15 @@ public actor InMemoryLoadableCache: LoadableCache {
 
     /// Removes every entry whose key starts with `prefix` (compared as Swift compares strings).
     ///
+    /// Not isolated (it hops onto the actor), so that a call on an `InMemoryLoadableCache` itself
+    /// reaches it rather than the protocol extension's default.
+    ///
     /// - Parameter prefix: The start of the keys to remove; empty removes every entry.
-    public func removeEntries(keyPrefix prefix: String) {
+    public nonisolated func removeEntries(keyPrefix prefix: String) async {
+        await removeEntriesHere(keyPrefix: prefix)
+    }
+
+    private func removeEntriesHere(keyPrefix prefix: String) {
         guard !prefix.isEmpty else { return entries.removeAll() }
         entries = entries.filter { !$0.key.hasPrefix(prefix) }
     }
