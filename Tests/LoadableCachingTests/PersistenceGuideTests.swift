@@ -72,6 +72,11 @@ func makeAccountStores(
     return (profiles, friends)
 }
 
+@MainActor
+func makeFeedCache(in caches: URL) -> FileLoadableCache {
+    FileLoadableCache(directory: caches.appendingPathComponent("loadables"), maxBytes: 50 * 1_024 * 1_024)
+}
+
 /// A `fetch` the test answers by hand.
 @MainActor
 private final class HeldFetch {
@@ -186,6 +191,21 @@ struct PersistenceGuideTests {
         #expect(await cache.keys == ["friends/2", "profiles/1", "profiles/3"])
         await logOut(stores.profiles)
         #expect(await cache.keys == ["friends/2"])
+    }
+
+    @Test("limits: the guide's cache keeps 50 MB in loadables/v1, and entries saved before a date can be removed")
+    func limitsAndEviction() async throws {
+        let caches = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: caches) }
+        let cache = makeFeedCache(in: caches)
+        #expect(cache.maxBytes == 50 * 1_024 * 1_024)
+        #expect(cache.entriesDirectory.path.hasSuffix("loadables/v1"))
+        try await cache.save(try entry(Profile(name: "Ada", followers: 1)), key: "old")
+        let recent = try entry(Profile(name: "Ada", followers: 2), savedAt: savedAt.addingTimeInterval(3600))
+        try await cache.save(recent, key: "recent")
+        try await cache.removeEntries(savedBefore: savedAt.addingTimeInterval(60))
+        #expect(try await cache.load(key: "old") == nil)
+        #expect(try await cache.load(key: "recent") == recent)
     }
 
     // "Testing".
