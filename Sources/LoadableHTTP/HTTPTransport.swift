@@ -5,15 +5,16 @@ import Loadable
     public import FoundationNetworking
 #endif
 
-/// What sends an ``HTTPLoadable``'s requests: `URLSession` by default, or a client of your own.
+/// What sends the requests of an ``HTTPLoadable`` and of an ``HTTPService``: `URLSession` by
+/// default, or a client of your own.
 ///
 /// A transport sends one request and returns the response with its whole body. It must stop
 /// reading a body larger than `maxBodySize` and throw ``HTTPLoadableError/tooLarge(maxBodySize:)``,
 /// and it should stop the request when its task is cancelled (throwing `CancellationError` or
 /// `URLError(.cancelled)`) without ever blocking the cancelling thread: a cancellation handler runs
 /// with the task's lock held, so it must not wait for a queue or a lock that an arriving answer
-/// holds. Throw `URLError` for transfers that fail; ``HTTPLoadable`` reports them
-/// as ``HTTPLoadableError/transport(_:)``. Any other error is reported as it is.
+/// holds. Throw `URLError` for transfers that fail; loadables and sends report them as
+/// ``HTTPLoadableError/transport(_:)``. Any other error is reported as it is.
 ///
 /// A server app can plug in the HTTP client it already has, and a test can script answers:
 ///
@@ -35,7 +36,7 @@ public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response and its body.
     ///
     /// - Parameters:
-    ///   - request: The request, with every header the loadable adds already set.
+    ///   - request: The request, with every header the loadable or the service adds already set.
     ///   - maxBodySize: The most bytes of body to accept.
     /// - Returns: The response and its complete body.
     /// - Throws: ``HTTPLoadableError/tooLarge(maxBodySize:)`` for a body over `maxBodySize`;
