@@ -124,7 +124,7 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
         let bytes = Array(key.utf8)
         guard !bytes.isEmpty else { return "-" }
         if bytes.count * 2 <= maxNameLength { return hex(bytes[...]) }
-        let kept = (maxNameLength - 17) / 2
+        let kept = keptNameDigits / 2
         let hash = String(FNV1a.hash(bytes[...]), radix: 16)
         return hex(bytes[..<kept]) + "-" + String(repeating: "0", count: 16 - hash.count) + hash
     }

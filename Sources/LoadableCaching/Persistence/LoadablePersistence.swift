@@ -53,7 +53,8 @@ extension Loadable where Contents: Codable & Sendable {
     ///   - encoder: Encodes the contents.
     ///   - decoder: Decodes the contents.
     ///   - now: The wall-clock time, for `savedAt` and the age of a restored entry; by default the
-    ///     system's (the one place the package reads wall-clock time). Tests pass a fixed date.
+    ///     system's (the one place the package reads wall-clock time for a loadable; a file
+    ///     cache's eviction order reads it too). Tests pass a fixed date.
     ///   - onError: Told of each failure; see ``LoadablePersistence/onError``.
     /// - Returns: The persistence, to stop it or to wait for its pending work.
     @discardableResult
