@@ -24,7 +24,11 @@ let package = Package(
         .target(name: "LoadableGroup", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableSyncer", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableTesting", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
-        .target(name: "LoadableCaching", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .target(
+            name: "LoadableCaching",
+            dependencies: ["Loadable", "LoadableSyncer"],
+            swiftSettings: upcomingFeatures
+        ),
         .target(
             name: "LoadableHTTP",
             dependencies: ["Loadable", "LoadableSyncer"],
@@ -70,7 +74,9 @@ let package = Package(
         ),
         .testTarget(
             name: "LoadableCachingTests",
-            dependencies: ["LoadableCaching", "LoadableGroup", "LoadableTesting", "LoadableTestSupport"],
+            dependencies: [
+                "LoadableCaching", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport",
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

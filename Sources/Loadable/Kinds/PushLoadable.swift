@@ -285,7 +285,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
     ) async throws -> R {
         try Task.checkCancellation()
-        let id = addPendingChange(optimistic)
+        let id = addPendingChange {
+            optimistic(&$0)
+            return true
+        }
         let result: R
         do {
             result = try await commit()
@@ -310,7 +313,8 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.hasContents = true
     }
 
-    /// Shows the base contents with every pending change applied, in the order they began.
+    /// Shows the base contents with every pending change applied, in the order they began, and
+    /// records which of them changed anything.
     private func applyPendingChanges(_ changes: PendingChanges<Contents>) {
         changes.applyCount &+= 1
         let applyCount = changes.applyCount
@@ -318,16 +322,28 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             storedContents = nil
             return
         }
-        for layer in changes.layers { layer.apply(&shown) }
-        // A change of the loadable made from inside a layer (misuse, but defined) applied the
-        // layers itself, to newer base contents: its result stands.
+        // A copy: a layer that changes the loadable (misuse, but defined) may change the layers.
+        let layers = changes.layers
+        var changed: [Bool] = []
+        changed.reserveCapacity(layers.count)
+        for layer in layers { changed.append(layer.apply(&shown)) }
+        // A change of the loadable made from inside a layer applied the layers itself, to newer
+        // base contents: its result stands.
         guard changes.applyCount == applyCount else { return }
+        for index in changes.layers.indices { changes.layers[index].changesContents = changed[index] }
         storedContents = shown
     }
 
-    /// Adds a pending change over the contents and notifies (when there are contents to show it
-    /// on); returns its id.
-    private func addPendingChange(_ apply: @escaping @MainActor (inout Contents) -> Void) -> Int {
+    /// Adds a pending change over the contents and notifies when it changed the contents shown
+    /// (there are contents, and `apply` returned `true`); returns its id.
+    ///
+    /// `apply` changes the contents it is given and returns whether it changed anything: a change
+    /// that does not concern these contents returns `false`, and then nothing is notified when
+    /// it is added, taken back, or joins the base.
+    ///
+    /// For changes kept elsewhere (an outbox) that show on this loadable until they reach the
+    /// server; ``mutate(optimistic:commit:reconcile:)`` uses it too.
+    package final func addPendingChange(_ apply: @escaping @MainActor (inout Contents) -> Bool) -> Int {
         let changes: PendingChanges<Contents>
         if let existing = core.extras?.ownerStorage {
             changes = unsafeDowncast(existing, to: PendingChanges<Contents>.self)
@@ -344,9 +360,17 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         guard var shown = storedContents.take() else { return id }
         changes.applyCount &+= 1
         let applyCount = changes.applyCount
+        let changesContents = apply(&shown)
+        guard changes.applyCount == applyCount else { return id }
+        if let index = changes.layers.lastIndex(where: { $0.id == id }) {
+            changes.layers[index].changesContents = changesContents
+        }
+        guard changesContents else {
+            storedContents = shown
+            return id
+        }
         core.willChange()
-        apply(&shown)
-        if changes.applyCount == applyCount { storedContents = shown }
+        storedContents = shown
         finishChange(endingSync: false)
         return id
     }
@@ -369,16 +393,57 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         }
     }
 
-    /// Takes back the pending change `id` (its commit failed or was cancelled) and notifies
-    /// (when there are contents).
-    private func dropPendingChange(_ id: Int) {
+    /// Takes back the pending change `id` (its commit failed or was cancelled, or it was
+    /// discarded) and notifies (when it changed the contents shown). An unknown `id` does nothing.
+    package final func dropPendingChange(_ id: Int) {
         guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
             return
         }
+        let changedShown = changes.layers[index].changesContents
         removeLayer(at: index, of: changes)
         guard changes.base != nil else { return }
+        guard changedShown else {
+            // It changed nothing: what is shown stays.
+            if changes.layers.isEmpty { storedContents = changes.base.take() }
+            return
+        }
         core.willChange()
         showBaseAfterRemoval(changes)
+        finishChange(endingSync: false)
+    }
+
+    /// Applies the pending change `id` to the base contents, as a committed
+    /// ``mutate(optimistic:commit:reconcile:)`` without `reconcile` does, and drops its layer:
+    /// for a change that reached the server some other way (an outbox sent it).
+    ///
+    /// When the change concerns neither the base nor what is shown (its `apply` returned `false`
+    /// for both), its layer goes silently: the base is not written, nothing is saved or notified.
+    /// An unknown `id` does nothing.
+    package final func joinPendingChange(_ id: Int) {
+        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
+            return
+        }
+        let layer = changes.layers[index]
+        guard var base = changes.base.take() else {
+            removeLayer(at: index, of: changes)
+            if storedState == .syncing { baseDidChangeDuringSync() }
+            return
+        }
+        let changesBase = layer.apply(&base)
+        changes.base = base
+        guard changesBase || layer.changesContents else {
+            removeLayer(at: index, of: changes)
+            if changes.layers.isEmpty { storedContents = changes.base.take() }
+            return
+        }
+        core.willChange()
+        removeLayer(at: index, of: changes)
+        showBaseAfterRemoval(changes)
+        core.hasContents = true
+        if changesBase {
+            confirmBaseContentsChange()
+            if storedState == .syncing { baseDidChangeDuringSync() }
+        }
         finishChange(endingSync: false)
     }
 
@@ -404,7 +469,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             changes.layers.removeAll(keepingCapacity: true)
             core.hasPendingChanges = false
         } else {
-            if let reconcile { reconcile(&base, result) } else { layer.apply(&base) }
+            if let reconcile { reconcile(&base, result) } else { _ = layer.apply(&base) }
             changes.base = base
             removeLayer(at: index, of: changes)
             showBaseAfterRemoval(changes)
@@ -550,8 +615,10 @@ final class PendingChanges<Contents> {
     struct Layer {
         /// Tells this change from the others.
         let id: Int
-        /// Applies the change to contents.
-        let apply: @MainActor (inout Contents) -> Void
+        /// Applies the change to contents; returns whether it changed them.
+        let apply: @MainActor (inout Contents) -> Bool
+        /// Whether the change changed the contents shown when it was last applied to them.
+        var changesContents = true
     }
 
     /// The pending changes, in the order they began.

@@ -436,7 +436,7 @@ extension LoadableStore {
     ) where Value: Loadable<Contents> {
         requireValidMaxRestoreAge(maxRestoreAge, in: "LoadableStore")
         self.init(retention: retention, maxRetained: maxRetained, clock: clock, make: make)
-        StoreCacheClaims.claim(cache, for: self)
+        CacheClaims.claim(cache, for: self)
         let persistence = StorePersistence<Key, Value>(cache: cache, cacheKey: cacheKey, onError: onError)
         persistence.persist = { [weak persistence] value, cacheKey in
             value.persist(

@@ -98,8 +98,9 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     /// - Parameters:
     ///   - period: The delay before a refresh after each success; `nil` or `.zero` for none. Not
     ///     negative.
-    ///   - min: The first retry delay; greater than `.zero`.
-    ///   - max: The largest retry delay; at least `min`.
+    ///   - min: The first retry delay; greater than `.zero`. One second by default.
+    ///   - max: The largest retry delay; at least `min`. One minute by default, so that
+    ///     `BackoffTimeoutPolicy()` retries after 1, 1.4, 2, 2.8, … seconds, then every minute.
     ///   - multiplier: The growth of each retry delay over the previous one; at least 1. √2 by
     ///     default, so the delay doubles every two failures.
     ///   - jitter: How retry delays are randomised; none by default.
@@ -107,8 +108,8 @@ public struct BackoffTimeoutPolicy: TimeoutPolicy {
     ///     (the default) for no limit. Not negative; `0` never retries.
     public init(
         period: Duration? = nil,
-        min: Duration,
-        max: Duration,
+        min: Duration = .seconds(1),
+        max: Duration = .seconds(60),
         multiplier: Double = 2.0.squareRoot(),
         jitter: Jitter = .none,
         maxRetries: Int? = nil

@@ -40,9 +40,9 @@
 ///   app activation. A policy that always answers `.zero` cannot make the syncer sync on every
 ///   turn of the main actor.
 /// - A negative delay from the policy stops the program with a message naming the policy.
-struct SyncerStateMachine {
+package struct SyncerStateMachine {
     /// What the syncer must do.
-    enum Action: Hashable, CustomStringConvertible {
+    package enum Action: Hashable, CustomStringConvertible {
         /// Cancel the armed timer.
         case cancelTimer
         /// Arm the timer (replacing any armed one) to fire after the delay.
@@ -52,7 +52,7 @@ struct SyncerStateMachine {
         /// Call `syncIfNeeded()` on the loadable.
         case syncIfNeeded
 
-        var description: String {
+        package var description: String {
             switch self {
             case .cancelTimer: "cancelTimer"
             case .schedule(let delay): "schedule(after: \(delay))"
@@ -63,7 +63,7 @@ struct SyncerStateMachine {
     }
 
     /// Why the timer is armed.
-    enum Purpose: Hashable {
+    package enum Purpose: Hashable {
         /// A retry after a failure.
         case retry
         /// A refresh after a success.
@@ -74,12 +74,12 @@ struct SyncerStateMachine {
     /// Whether a fired timer calls `sync()` or `syncIfNeeded()`.
     let syncPolicy: LoadableSyncer.SyncPolicy
     /// The state seen in the last transition; `nil` before the first input.
-    private(set) var observedState: LoadableState?
+    package private(set) var observedState: LoadableState?
     /// When the next sync falls due; `nil` when none is scheduled. The timer runs for it unless
     /// paused.
-    private(set) var deadline: Duration?
+    package private(set) var deadline: Duration?
     /// Why the next sync is scheduled; `nil` when none is.
-    private(set) var purpose: Purpose?
+    package private(set) var purpose: Purpose?
     /// Set when the machine asked for a sync and has not yet been told what the loadable did.
     private var isAwaitingSyncOutcome = false
     /// Whether the armed timer was armed with a zero delay.
@@ -88,9 +88,9 @@ struct SyncerStateMachine {
     /// a zero delay asked for then is not honoured.
     private var isSyncStartedByZeroDelay = false
     /// Whether syncing is paused (inactive or offline): no timer runs, a failure arms nothing.
-    private(set) var isPaused: Bool
+    package private(set) var isPaused: Bool
     /// Whether the network is known to be unreachable.
-    private(set) var isOffline: Bool
+    package private(set) var isOffline: Bool
     /// Whether the loadable's last transition was to a failure that may be retried
     /// (``shouldRetry``); `false` after a transition to any other state.
     private var isFailureRetryable = false
@@ -100,9 +100,9 @@ struct SyncerStateMachine {
     /// hint (capped by ``maxRetryAfter``); `nil` when it had no hint, or after any other transition.
     private(set) var retryAfterDeadline: Duration?
     /// The longest retry delay a hint may ask for.
-    var maxRetryAfter: Duration = .seconds(3600)
+    package var maxRetryAfter: Duration = .seconds(3600)
 
-    init(
+    package init(
         policy: any TimeoutPolicy,
         syncPolicy: LoadableSyncer.SyncPolicy,
         isPaused: Bool = false,
@@ -124,12 +124,12 @@ struct SyncerStateMachine {
     /// error may not be retried (``shouldRetry``), or the retries are used up until the next reset.
     ///
     /// A failure that may be retried while paused is not given up: the catch-up retries it.
-    var hasGivenUp: Bool {
+    package var hasGivenUp: Bool {
         observedState == .didFailToSync && (!isFailureRetryable || isOutOfRetries)
     }
 
     /// The time left until the next sync falls due (never negative); `nil` when none is scheduled.
-    func nextSyncIn(now: Duration) -> Duration? {
+    package func nextSyncIn(now: Duration) -> Duration? {
         deadline.map { Swift.max($0 - now, .zero) }
     }
 
@@ -140,7 +140,7 @@ struct SyncerStateMachine {
     ///   - retryAllowed: Whether its error may be retried (asked only when `state` is failed).
     ///   - retryAfter: The error's hint, if it has one (asked only when `state` is failed).
     ///   - now: The current time.
-    mutating func stateChanged(
+    package mutating func stateChanged(
         to state: LoadableState,
         retryAllowed: Bool,
         retryAfter: Duration? = nil,
@@ -161,7 +161,7 @@ struct SyncerStateMachine {
     }
 
     /// The armed timer fired.
-    mutating func timerFired(now: Duration) -> [Action] {
+    package mutating func timerFired(now: Duration) -> [Action] {
         guard deadline != nil, !isPaused else { return [] }
         isSyncStartedByZeroDelay = isArmedWithZeroDelay
         deadline = nil
@@ -175,7 +175,7 @@ struct SyncerStateMachine {
     ///
     /// If the loadable moved, this is the transition; if it did not (nothing to sync), the timer is
     /// armed again for the current state so that the syncer does not stall.
-    mutating func syncRequestHandled(
+    package mutating func syncRequestHandled(
         state: LoadableState,
         retryAllowed: Bool,
         retryAfter: Duration? = nil,
@@ -197,7 +197,7 @@ struct SyncerStateMachine {
     ///   - retryAllowed: Whether the loadable's error may be retried (when it failed).
     ///   - needsSync: Whether the loadable says it needs a sync (stale contents).
     ///   - now: The current time.
-    mutating func appDidBecomeActive(retryAllowed: Bool, needsSync: Bool, now: Duration) -> [Action] {
+    package mutating func appDidBecomeActive(retryAllowed: Bool, needsSync: Bool, now: Duration) -> [Action] {
         resetPolicy()
         guard !isPaused else { return [] }
         return catchUp(retryAllowed: retryAllowed, needsSync: needsSync, now: now) ?? []
@@ -215,7 +215,7 @@ struct SyncerStateMachine {
     ///   - retryAllowed: Whether the loadable's error may be retried (when it failed).
     ///   - needsSync: Whether the loadable says it needs a sync (stale contents).
     ///   - now: The current time.
-    mutating func activityChanged(
+    package mutating func activityChanged(
         paused: Bool,
         offline: Bool,
         retryAllowed: Bool,
