@@ -1,0 +1,180 @@
+import Foundation
+import Loadable
+import LoadableCaching
+import LoadableSyncer
+import LoadableTestSupport
+import LoadableTesting
+import Testing
+
+/// `Append` as a later version of an app reads it: it refuses the word "bad".
+private struct PickyAppend: Codable, Sendable, Hashable {
+    var word: String
+
+    init(word: String) { self.word = word }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        word = try container.decode(String.self, forKey: .word)
+        guard word != "bad" else {
+            throw DecodingError.dataCorruptedError(forKey: .word, in: container, debugDescription: "no longer a word")
+        }
+    }
+}
+
+/// A relaunch: a new outbox on the same cache and key restores what the last one saved.
+@Suite("Outbox: relaunch, errors")
+@MainActor
+struct OutboxRelaunchTests {
+    @Test("a relaunch restores every saved item in order, a sending one as pending, and re-sends it with the same key")
+    func relaunchRestoresInOrder() async throws {
+        let cache = InMemoryLoadableCache()
+        let server = ScriptedServer()
+        var outbox: LoadableOutbox<Append>! = makeOutbox(cache: cache, server: server, clock: ManualClock())
+        await outbox.restored()
+        outbox.enqueue(Append(word: "a"))
+        outbox.enqueue(Append(word: "b"))
+        outbox.enqueue(Append(word: "c"))
+        await server.finish(with: Refused())
+        await yield(until: { server.runningCount == 1 })
+        let before = outbox.items
+        #expect(before.map(\.state) == [.failed, .sending, .pending])
+        await outbox.saved()
+        outbox = nil
+        let second = ScriptedServer()
+        let relaunched = makeOutbox(cache: cache, server: second, clock: ManualClock())
+        #expect(relaunched.items.isEmpty, "the cache is read off the main actor")
+        await relaunched.restored()
+        let after = relaunched.items
+        #expect(after.map(\.id) == before.map(\.id))
+        #expect(after.map(\.change) == before.map(\.change))
+        #expect(after.map(\.idempotencyKey) == before.map(\.idempotencyKey))
+        #expect(after.map(\.enqueuedAt) == before.map(\.enqueuedAt))
+        // b's first send began after the last save; the relaunch sent it again at once.
+        #expect(after.map(\.attempts) == [1, 1, 0])
+        #expect(after.map(\.state) == [.failed, .sending, .pending])
+        #expect(after.first?.lastError.map { "\($0)" } == "\(Refused())")
+        #expect(after.first?.lastError is OutboxRestoredError)
+        await settleOutbox()
+        #expect(second.calls.map(\.change.word) == ["b"])
+        #expect(second.calls.first?.idempotencyKey == before[1].idempotencyKey)
+        await server.finish()  // the first launch's answer arrives after all: ignored
+        await second.finish()
+        await second.finish()
+        #expect(second.applied.map(\.word) == ["b", "c"])
+        #expect(relaunched.items.map(\.change.word) == ["a"])
+    }
+
+    @Test("items enqueued before the restore finished go after the restored ones")
+    func enqueuedDuringRestoreGoLast() async {
+        let cache = ScriptedPersistenceCache()
+        let server = ScriptedServer()
+        var outbox: LoadableOutbox<Append>! = makeOutbox(cache: cache, server: server, clock: ManualClock())
+        await outbox.restored()
+        server.answer = .some(Refused())
+        outbox.enqueue(Append(word: "a"))
+        await outbox.saved()
+        await settleOutbox()
+        outbox = nil
+        await cache.hold(.load)
+        server.answer = nil
+        let relaunched = makeOutbox(cache: cache, server: server, clock: ManualClock())
+        #expect(await waitUntilHeld(cache))
+        relaunched.enqueue(Append(word: "b"))
+        #expect(relaunched.items.map(\.change.word) == ["b"])
+        await settleOutbox()
+        #expect(server.calls.count == 1, "nothing is sent before the restore")
+        await cache.releaseAll()
+        await relaunched.saved()  // waits for the restore and the save after it
+        #expect(relaunched.items.map(\.change.word) == ["a", "b"])
+        #expect(relaunched.items.map(\.state) == [.failed, .sending])
+        await server.finish()
+        await relaunched.saved()
+        #expect(relaunched.items.map(\.change.word) == ["a"])
+        #expect(await cache.entry("outbox") != nil)
+    }
+
+    @Test("a stored change that no longer decodes is reported once, set aside, and never blocks the rest")
+    func undecodableChangeIsSetAside() async {
+        let cache = InMemoryLoadableCache()
+        let offline = ActivityMonitor(connectivity: .offline)
+        var writer: LoadableOutbox<Append>! = makeOutbox(
+            cache: cache, server: ScriptedServer(), activity: offline, clock: ManualClock())
+        await writer.restored()
+        writer.enqueue(Append(word: "bad"))
+        writer.enqueue(Append(word: "good"))
+        await writer.saved()
+        writer = nil
+
+        var sent: [String] = []
+        var errors: [String] = []
+        func picky() -> LoadableOutbox<PickyAppend> {
+            let outbox = LoadableOutbox<PickyAppend>(cache: cache, activity: offline, clock: ManualClock()) {
+                change, _ in
+                sent.append(change.word)
+            }
+            outbox.onError = { errors.append("\($0)") }
+            return outbox
+        }
+        var reader: LoadableOutbox<PickyAppend>! = picky()
+        await reader.restored()
+        #expect(reader.items.map(\.change.word) == ["good"])
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains("was set aside") == true)
+        #expect(errors.first?.contains("outbox") == true)
+        offline.connectivity = .online
+        await reader.saved()
+        await settleOutbox()
+        #expect(sent == ["good"])
+        offline.connectivity = .offline
+        await reader.saved()
+        reader = nil
+
+        reader = picky()
+        await reader.restored()
+        #expect(errors.count == 1, "reported once")
+        #expect(reader.items.isEmpty)
+        reader = nil
+
+        // A version that reads it again brings it back, failed, for the app to retry or discard.
+        let fixed = makeOutbox(cache: cache, server: ScriptedServer(), activity: offline, clock: ManualClock())
+        await fixed.restored()
+        #expect(fixed.items.map(\.change.word) == ["bad"])
+        #expect(fixed.items.map(\.state) == [.failed])
+    }
+
+    @Test("an entry that is not an outbox is reported, and the outbox starts empty")
+    func corruptEntryIsReported() async throws {
+        let cache = InMemoryLoadableCache()
+        try await (cache as any LoadableCache).save(
+            CachedEntry(data: Data("not an outbox".utf8), savedAt: .now, version: 1), key: "outbox")
+        var errors: [any Error] = []
+        let outbox = makeOutbox(cache: cache, server: ScriptedServer(), clock: ManualClock())
+        outbox.onError = { errors.append($0) }
+        await outbox.restored()
+        #expect(outbox.items.isEmpty)
+        #expect(errors.count == 1)
+        guard case .corrupt(let key, let reason)? = errors.first as? LoadableCacheError else {
+            Issue.record("expected .corrupt, got \(errors)")
+            return
+        }
+        #expect(key == "outbox")
+        #expect(reason.contains("LOX1"))
+    }
+
+    @Test("a failed save is reported, and the item is sent all the same")
+    func failedSaveIsReported() async {
+        let cache = ScriptedPersistenceCache()
+        await cache.fail(.save, with: TestError("disk full"))
+        let server = ScriptedServer()
+        var errors: [any Error] = []
+        let outbox = makeOutbox(cache: cache, server: server, clock: ManualClock())
+        outbox.onError = { errors.append($0) }
+        await outbox.restored()
+        outbox.enqueue(Append(word: "a"))
+        await outbox.saved()
+        #expect(errors.count == 1)
+        #expect("\(errors.first.map { "\($0)" } ?? "")".contains("disk full"))
+        await server.finish()
+        #expect(server.applied.map(\.word) == ["a"])
+    }
+}
