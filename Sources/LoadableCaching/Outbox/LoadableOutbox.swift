@@ -469,10 +469,6 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     /// Queues a save of the whole queue as it is now (replacing a save that waits for its turn).
     private func save() {
-        guard !isRestoring else {
-            savesAfterRestore = true
-            return
-        }
         var records: [OutboxRecord] = []
         records.reserveCapacity(storedItems.count + setAside.count)
         for item in storedItems {
@@ -489,8 +485,13 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let covered = requestedSave
         let cache = cache
         let key = key
+        // While the restore runs, the items of earlier launches are not known here: the save adds
+        // the items to those in the cache (so that an item enqueued now is kept even if the
+        // outbox goes before its restore finishes), and a whole save follows the restore.
+        let merges = isRestoring
+        if merges { savesAfterRestore = true }
         CacheQueue.enqueueSave(in: cache, key: key) { [weak self, records] in
-            let error = await OutboxStorage.save(records, in: cache, key: key)
+            let error = await OutboxStorage.save(records, in: cache, key: key, addingToStored: merges)
             return { [weak self] in self?.saveDidFinish(covering: covered, error: error) }
         }
     }

@@ -26,8 +26,19 @@ struct OutboxItemSetAside: Error, CustomStringConvertible {
 
 /// The outbox's reads and writes of its entry, off the main actor.
 enum OutboxStorage {
-    /// Saves `records` as the whole queue; returns the error, if any.
-    static func save(_ records: [OutboxRecord], in cache: any LoadableCache, key: String) async -> LoadableCacheError? {
+    /// Saves `records` as the whole queue, or, when `addingToStored`, after the stored records
+    /// whose ids are not among them (a stored entry that cannot be read is replaced); returns the
+    /// error, if any.
+    static func save(
+        _ records: [OutboxRecord], in cache: any LoadableCache, key: String, addingToStored: Bool = false
+    ) async -> LoadableCacheError? {
+        var records = records
+        if addingToStored, let entry = try? await cache.load(key: key), entry.version == OutboxFormat.version,
+            let stored = try? OutboxFormat.decode(entry.data)
+        {
+            let ids = Set(records.map(\.id))
+            records = stored.filter { !ids.contains($0.id) } + records
+        }
         let entry = CachedEntry(data: OutboxFormat.encode(records), savedAt: Date(), version: OutboxFormat.version)
         do {
             try await cache.save(entry, key: key)
