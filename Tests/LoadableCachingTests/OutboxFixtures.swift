@@ -91,3 +91,12 @@ func makeOutbox(
         try await server.send(change, key)
     }
 }
+
+extension ScriptedServer {
+    /// Ends the oldest running send with `error` (`nil`: success) if one runs, then lets the
+    /// outbox react; does nothing otherwise.
+    func finishIfRunning(with error: (any Error)? = nil) async {
+        guard runningCount > 0 else { return }
+        await finish(with: error)
+    }
+}
