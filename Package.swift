@@ -81,7 +81,9 @@ let package = Package(
         ),
         .testTarget(
             name: "LoadableHTTPTests",
-            dependencies: ["LoadableCaching", "LoadableHTTP", "LoadableTesting", "LoadableTestSupport"],
+            dependencies: [
+                "LoadableCaching", "LoadableHTTP", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport",
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
