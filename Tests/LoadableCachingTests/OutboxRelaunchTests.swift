@@ -178,3 +178,64 @@ struct OutboxRelaunchTests {
         #expect(server.applied.map(\.word) == ["a"])
     }
 }
+
+/// A change JSON cannot encode: not a number.
+private struct Measure: Codable, Sendable {
+    var value: Double
+}
+
+extension OutboxRelaunchTests {
+    @Test("a change that cannot be encoded is reported and sent, but not kept for the next launch")
+    func unencodableChangeIsSentNotKept() async {
+        let cache = InMemoryLoadableCache()
+        var sent: [Double] = []
+        var errors: [String] = []
+        var outbox: LoadableOutbox<Measure>! = LoadableOutbox(cache: cache, clock: ManualClock()) { change, _ in
+            sent.append(change.value)
+        }
+        outbox.onError = { errors.append("\($0)") }
+        await outbox.restored()
+        outbox.enqueue(Measure(value: .nan))
+        outbox.enqueue(Measure(value: 1))
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains("outbox") == true)
+        await outbox.saved()
+        await settleOutbox()
+        #expect(sent.count == 2)
+        #expect(sent.first?.isNaN == true)
+        outbox = nil
+        let relaunched = LoadableOutbox<Measure>(cache: cache, activity: ActivityMonitor(connectivity: .offline)) {
+            _, _ in
+        }
+        await relaunched.restored()
+        #expect(relaunched.items.isEmpty)
+    }
+
+    @Test("an observer that discards an item as its layer shows leaves no layer of it behind")
+    func discardFromALayerObserver() async {
+        let offline = ActivityMonitor(connectivity: .offline)
+        let outbox = makeOutbox(
+            cache: InMemoryLoadableCache(), server: ScriptedServer(), activity: offline, clock: ManualClock())
+        await outbox.restored()
+        let first = PersistedLoadable<[String]>(contents: [])
+        let second = PersistedLoadable<[String]>(contents: [])
+        let append: @MainActor (inout [String], Append) -> Bool = { words, change in
+            words.append(change.word)
+            return true
+        }
+        outbox.show(on: first, append)
+        outbox.show(on: second, append)
+        let observation = first.observe { _ in
+            if let item = outbox.items.last { outbox.discard(item.id) }
+        }
+        let secondObservation = second.observe { _ in
+            if let item = outbox.items.last { outbox.discard(item.id) }
+        }
+        outbox.enqueue(Append(word: "a"))
+        #expect(outbox.items.isEmpty)
+        #expect(first.contents == [])
+        #expect(second.contents == [])
+        observation.cancel()
+        secondObservation.cancel()
+    }
+}

@@ -197,7 +197,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         }
         slots[item.id] = Slot(sequence: requestedSave + 1, change: encoded)
         mutateItems { $0.append(item) }
-        forEachDisplay { $0.add(item.id, change) }
+        forEachDisplay { addLayer(item.id, change, on: $0) }
         save()
         startSending(explicitly: true)
         return item.id
@@ -324,7 +324,15 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         }
         let display = OutboxLoadableDisplay(loadable: loadable, apply: apply)
         displays[identity] = display
-        for item in storedItems { display.add(item.id, item.change) }
+        for item in storedItems { addLayer(item.id, item.change, on: display) }
+    }
+
+    /// Shows item `id` on `display`, unless it went meanwhile: a loadable's observer, told of a
+    /// layer, may discard the item (before or while this layer is added).
+    private func addLayer(_ id: String, _ change: Change, on display: OutboxDisplay<Change>) {
+        guard slots[id] != nil else { return }
+        display.add(id, change)
+        if slots[id] == nil { display.drop(id) }
     }
 
     private func forEachDisplay(_ body: (OutboxDisplay<Change>) -> Void) {
@@ -517,7 +525,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             for item in newer { forEachDisplay { $0.drop(item.id) } }
             for (item, change) in outcome.items { slots[item.id] = Slot(sequence: 0, change: change) }
             mutateItems { $0.insert(contentsOf: outcome.items.map { $0.item }, at: 0) }
-            for item in storedItems { forEachDisplay { $0.add(item.id, item.change) } }
+            for item in storedItems { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
         }
         if !dropsRestored { setAside = outcome.setAside }
         if let error = outcome.error { report(error) }
