@@ -130,6 +130,105 @@ struct OutboxObservationTests {
     }
 }
 
+extension OutboxObservationTests {
+    @Test("an Observation handler that enqueues or discards as an item changes keeps one send at a time, in order")
+    func handlersThatChangeTheOutbox() async {
+        let server = ScriptedServer()
+        let outbox = makeOutbox(cache: InMemoryLoadableCache(), server: server, clock: ManualClock())
+        await outbox.restored()
+        var words = 0
+        // A handler runs until it returns: one that changes what it tracks acts once.
+        func enqueueOnChange() {
+            var fired = false
+            withObservationTracking {
+                _ = outbox.items
+            } onChange: {
+                MainActor.assumeIsolated {
+                    guard !fired else { return }
+                    fired = true
+                    words += 1
+                    outbox.enqueue(Append(word: "h\(words)"))
+                }
+            }
+        }
+        outbox.enqueue(Append(word: "a"))
+        await settleOutbox()
+        for _ in 0..<6 {
+            enqueueOnChange()
+            await server.finishIfRunning(with: [nil, Busy(retryAfter: nil), Refused()][words % 3])
+            await outbox.saved()
+            await settleOutbox()
+            #expect(server.runningCount <= 1)
+        }
+        await ManualClockRunner.run(outbox: outbox, server: server)
+        let sentOnce = server.applied.map(\.word)
+        #expect(Set(sentOnce).count == sentOnce.count)
+        let order = sentOnce.compactMap { $0.hasPrefix("h") ? Int($0.dropFirst()) : nil }
+        #expect(order == order.sorted(), "sent in the order enqueued: \(sentOnce)")
+
+        // A handler that discards the item whose send just ended.
+        let discarding = makeOutbox(cache: InMemoryLoadableCache(), server: server, clock: ManualClock(), key: "other")
+        await discarding.restored()
+        discarding.enqueue(Append(word: "d1"))
+        discarding.enqueue(Append(word: "d2"))
+        await settleOutbox()
+        var discarded = false
+        withObservationTracking {
+            _ = discarding.items
+        } onChange: {
+            MainActor.assumeIsolated {
+                guard !discarded else { return }
+                discarded = true
+                if let first = discarding.items.first { discarding.discard(first.id) }
+            }
+        }
+        let running = server.runningCount
+        await server.finish(with: Busy(retryAfter: nil))
+        #expect(discarding.items.map(\.change.word).allSatisfy { $0 == "d2" })
+        #expect(server.runningCount <= running)
+    }
+}
+
+extension OutboxObservationTests {
+    @Test("a handler that enqueues as a failed send's item changes does not start the next item ahead of it")
+    func handlerEnqueuesAsASendFails() async {
+        let server = ScriptedServer()
+        let outbox = makeOutbox(cache: InMemoryLoadableCache(), server: server, clock: ManualClock())
+        await outbox.restored()
+        outbox.enqueue(Append(word: "a"))
+        outbox.enqueue(Append(word: "b"))
+        await yield(until: { server.runningCount == 1 })
+        var fired = false
+        withObservationTracking {
+            _ = outbox.items
+        } onChange: {
+            MainActor.assumeIsolated {
+                guard !fired else { return }
+                fired = true
+                outbox.enqueue(Append(word: "c"))
+            }
+        }
+        await server.finish(with: Busy(retryAfter: nil))
+        #expect(fired)
+        #expect(server.calls.map(\.change.word) == ["a"], "b waits behind a's retry")
+        #expect(outbox.items.map(\.change.word) == ["a", "b", "c"])
+        #expect(outbox.items.map(\.state) == [.pending, .pending, .pending])
+    }
+}
+
+/// Finishes the sends an outbox makes until it has none left.
+@MainActor
+enum ManualClockRunner {
+    static func run(outbox: LoadableOutbox<Append>, server: ScriptedServer) async {
+        for _ in 0..<50 {
+            for item in outbox.items where item.state == .failed { outbox.retry(item.id) }
+            await settleOutbox()
+            guard server.runningCount > 0 else { return }
+            await server.finish()
+        }
+    }
+}
+
 /// Two outboxes on one entry, or an outbox inside a store's cache, stop with a clear message.
 @Suite("Outbox: entries shared by mistake stop with a clear message")
 struct OutboxClaimExitTests {

@@ -110,6 +110,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private var sendCount = 0
     /// The item whose retryable failure the retry machinery waits to retry.
     private var retryingID: String?
+    /// Set while a send begins.
+    private var isBeginningSend = false
 
     // Saving: every save asked for gets the next number; an item gets the number of the save
     // that first carries it, and is sent once a save of that number or a later one has finished.
@@ -208,10 +210,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     ///
     /// - Parameter id: The item's ``OutboxItem/id``.
     public func retry(_ id: OutboxItem<Change>.ID) {
-        guard let index = storedItems.firstIndex(where: { $0.id == id }), storedItems[index].state == .failed else {
-            return
-        }
-        mutateItems { $0[index].state = .pending }
+        guard storedItems.contains(where: { $0.id == id && $0.state == .failed }) else { return }
+        updateItem(id) { $0.state = .pending }
         save()
         startSending(explicitly: true)
     }
@@ -222,10 +222,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     ///
     /// - Parameter id: The item's ``OutboxItem/id``.
     public func discard(_ id: OutboxItem<Change>.ID) {
-        guard let index = storedItems.firstIndex(where: { $0.id == id }) else { return }
+        guard storedItems.contains(where: { $0.id == id }) else { return }
         if sending?.id == id { cancelSending() }
         if retryingID == id { stopRetrying() }
-        mutateItems { _ = $0.remove(at: index) }
+        removeItem(id)
         slots[id] = nil
         forEachDisplay { $0.drop(id) }
         save()
@@ -345,23 +345,29 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// running, a pause, the restore, a retry that waits for its time). `explicitly`: asked for by
     /// the app (an enqueue, a retry), which may try again once the retries are used up.
     private func startSending(explicitly: Bool) {
-        guard !isRestoring, !storedIsPaused, sending == nil, machine.purpose != .retry else { return }
+        guard !isRestoring, !storedIsPaused, sending == nil, !isBeginningSend, machine.purpose != .retry else {
+            return
+        }
         // A retryable failure waits for its retry (or, once they are used up, for the app).
         if machine.observedState == .didFailToSync, !explicitly { return }
         guard let index = storedItems.firstIndex(where: { $0.state == .pending }) else {
             becomeIdle()
             return
         }
-        guard let slot = slots[storedItems[index].id], slot.sequence <= savedSequence else { return }
-        beginSend(at: index)
+        let id = storedItems[index].id
+        guard let slot = slots[id], slot.sequence <= savedSequence else { return }
+        beginSend(id)
     }
 
-    private func beginSend(at index: Int) {
-        mutateItems {
-            $0[index].state = .sending
-            $0[index].attempts += 1
+    private func beginSend(_ id: String) {
+        // Observation's handlers run before the change: one that enqueues must not start a send.
+        isBeginningSend = true
+        let updated = updateItem(id) {
+            $0.state = .sending
+            $0.attempts += 1
         }
-        let item = storedItems[index]
+        isBeginningSend = false
+        guard let item = updated else { return }
         retryingID = nil
         sendCount += 1
         let count = sendCount
@@ -382,37 +388,48 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     }
 
     private func sendDidFinish(_ count: Int, error: (any Error)?) {
-        guard let sending, sendCount == count else { return }
-        withMutation(\.isSending) { self.sending = nil }
-        guard let index = storedItems.firstIndex(where: { $0.id == sending.id }) else {
-            continueSending()
-            return
-        }
+        guard let id = sending?.id, sendCount == count else { return }
+        // The item changes while the send still counts as running, so that a handler told of the
+        // change (which may enqueue) starts nothing; a handler may also discard the item.
         guard let error else {
-            mutateItems { _ = $0.remove(at: index) }
-            slots[sending.id] = nil
-            forEachDisplay { $0.join(sending.id) }
-            save()
-            perform { machine.stateChanged(to: .didSyncSuccessfully, retryAllowed: true, now: clock.elapsed) }
+            let removed = removeItem(id)
+            endSend(count)
+            if removed {
+                slots[id] = nil
+                forEachDisplay { $0.join(id) }
+                save()
+                perform { machine.stateChanged(to: .didSyncSuccessfully, retryAllowed: true, now: clock.elapsed) }
+            }
             continueSending()
             return
         }
         let retryable = Self.isRetryable(error)
-        mutateItems {
-            $0[index].state = retryable ? .pending : .failed
-            $0[index].lastError = error
+        let updated = updateItem(id) {
+            $0.state = retryable ? .pending : .failed
+            $0.lastError = error
         }
-        save()
-        if retryable {
-            retryingID = sending.id
+        if updated != nil, retryable {
+            // Before the send ends: a retry waits for its time from now on.
+            retryingID = id
             perform {
                 machine.stateChanged(
                     to: .didFailToSync, retryAllowed: true, retryAfter: (error as? any RetryAfterProviding)?.retryAfter,
                     now: clock.elapsed)
             }
-        } else {
-            continueSending()
         }
+        endSend(count)
+        guard updated != nil else {
+            continueSending()
+            return
+        }
+        save()
+        if !retryable { continueSending() }
+    }
+
+    /// The send `count` is over (unless a newer one began meanwhile).
+    private func endSend(_ count: Int) {
+        guard sending != nil, sendCount == count else { return }
+        withMutation(\.isSending) { sending = nil }
     }
 
     /// Sends the next item after one went (sent, failed for good, discarded), or rests.
@@ -440,9 +457,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         guard let sending else { return }
         sending.task.cancel()
         withMutation(\.isSending) { self.sending = nil }
-        if let index = storedItems.firstIndex(where: { $0.id == sending.id }) {
-            mutateItems { $0[index].state = .pending }
-        }
+        updateItem(sending.id) { $0.state = .pending }
     }
 
     /// Retryable: what ``RetryAfterProviding/isRetryable`` says, or any `URLError`.
@@ -562,6 +577,31 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     private func mutateItems(_ body: (inout [OutboxItem<Change>]) -> Void) {
         withMutation(\.items) { body(&storedItems) }
+    }
+
+    /// Changes the item `id` and returns it as changed; `nil` when it is not in the outbox (it is
+    /// looked up inside the mutation: Observation's handlers, told before it, may change the items).
+    @discardableResult
+    private func updateItem(_ id: String, _ body: (inout OutboxItem<Change>) -> Void) -> OutboxItem<Change>? {
+        var updated: OutboxItem<Change>?
+        mutateItems { items in
+            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
+            body(&items[index])
+            updated = items[index]
+        }
+        return updated
+    }
+
+    /// Removes the item `id`; returns whether it was there (looked up inside the mutation).
+    @discardableResult
+    private func removeItem(_ id: String) -> Bool {
+        var removed = false
+        mutateItems { items in
+            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
+            items.remove(at: index)
+            removed = true
+        }
+        return removed
     }
 }
 
