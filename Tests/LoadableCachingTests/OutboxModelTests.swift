@@ -173,7 +173,8 @@ struct OutboxModelTests {
             return "\(running) sends run at the server, the model sends \(model.sending?.word ?? "nothing")"
         }
         if let sending = model.sending, subject.server.calls.last?.change.word != sending.word {
-            return "the server's last call is \(subject.server.calls.last?.change.word ?? "none"), the model sends \(sending.word)"
+            return
+                "the server's last call is \(subject.server.calls.last?.change.word ?? "none"), the model sends \(sending.word)"
         }
         let applied = subject.server.applied.map(\.word)
         if applied != model.applied { return "the server applied \(applied), the model \(model.applied)" }

@@ -34,7 +34,8 @@ struct OutboxObservationTests {
     func observableProperties() async {
         let activity = ActivityMonitor()
         let server = ScriptedServer()
-        let outbox = makeOutbox(cache: InMemoryLoadableCache(), server: server, activity: activity, clock: ManualClock())
+        let outbox = makeOutbox(
+            cache: InMemoryLoadableCache(), server: server, activity: activity, clock: ManualClock())
         await outbox.restored()
         let items = track { _ = outbox.items }
         let pending = track { _ = outbox.pendingCount }
@@ -263,7 +264,8 @@ struct OutboxClaimExitTests {
         }
         .map { result in
             let text = String(decoding: result.standardErrorContent, as: UTF8.self)
-            #expect(text.contains("LoadableOutbox: the key \"outbox\" of InMemoryLoadableCache overlaps the whole cache"))
+            #expect(
+                text.contains("LoadableOutbox: the key \"outbox\" of InMemoryLoadableCache overlaps the whole cache"))
             #expect(text.contains("scoped("))
         }
     }

@@ -40,7 +40,6 @@ struct OutboxTests {
     }
 }
 
-
 /// Sending in order, one at a time; retries and failures.
 extension OutboxTests {
     @Test("items are sent one at a time, oldest first, each with its own idempotency key")
@@ -213,7 +212,8 @@ extension OutboxTests {
     func pausedWhileOfflineOrInactive() async {
         let activity = ActivityMonitor(connectivity: .offline)
         let server = ScriptedServer()
-        let outbox = makeOutbox(cache: InMemoryLoadableCache(), server: server, activity: activity, clock: ManualClock())
+        let outbox = makeOutbox(
+            cache: InMemoryLoadableCache(), server: server, activity: activity, clock: ManualClock())
         await outbox.restored()
         #expect(outbox.isPaused)
         outbox.enqueue(Append(word: "a"))

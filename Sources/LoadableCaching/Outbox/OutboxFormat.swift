@@ -89,7 +89,8 @@ enum OutboxFormat {
 
         mutating func bytes(_ count: Int) throws(OutboxFormatError) -> ArraySlice<UInt8> {
             guard count <= remaining else {
-                throw OutboxFormatError(reason: "cut short: \(count) bytes wanted at offset \(offset), \(remaining) left")
+                throw OutboxFormatError(
+                    reason: "cut short: \(count) bytes wanted at offset \(offset), \(remaining) left")
             }
             defer { offset += count }
             return bytes[offset..<offset + count]
