@@ -12,6 +12,7 @@ import Testing
 
 // MARK: - Guide types
 
+/// A change of a note's title: what the user did.
 struct NoteEdit: Codable, Sendable, Equatable {
     var noteID: Int
     var title: String
@@ -23,6 +24,7 @@ struct Note: Codable, Sendable, Equatable {
     var title: String
 }
 
+/// The outbox's banner: what waits, what was refused, and the cache's failures.
 @MainActor
 final class OutboxBanner {
     let outbox: LoadableOutbox<NoteEdit>
@@ -41,15 +43,18 @@ final class OutboxBanner {
         return nil
     }
 
+    /// Sends every refused change again.
     func retryRefused() {
         for item in outbox.items where item.state == .failed { outbox.retry(item.id) }
     }
 
+    /// Drops every refused change, and its layers.
     func discardRefused() {
         for item in outbox.items where item.state == .failed { outbox.discard(item.id) }
     }
 }
 
+/// Logs out: the outbox forgets this user's changes.
 @MainActor
 func logOut(of outbox: LoadableOutbox<NoteEdit>) async {
     outbox.removeAll()  // this user's changes, earlier launches' too, are never sent
@@ -63,6 +68,7 @@ final class FakeNotesServer {
     private(set) var requests = 0
     private var answered: Set<String> = []
 
+    /// Applies `edit` unless its key was seen.
     func patch(_ edit: NoteEdit, idempotencyKey: String) async throws {
         requests += 1
         guard answered.insert(idempotencyKey).inserted else { return }  // a repeat: the first answer again
@@ -174,6 +180,7 @@ private func quiesce() async {
     }
 }
 
+/// The outbox as Docs/Offline.md describes it, with an outbox that sends to a fake.
 @Suite("Docs/Offline.md samples")
 @MainActor
 struct OfflineGuideTests {

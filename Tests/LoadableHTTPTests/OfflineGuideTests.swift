@@ -11,11 +11,13 @@ import Testing
 
 // MARK: - Guide types
 
+/// A change of a note's title: what the user did.
 struct NoteEdit: Codable, Sendable, Equatable {
     var noteID: Int
     var title: String
 }
 
+/// The app's outbox of note edits, sent as `PATCH /notes/<id>`.
 @MainActor
 func makeNoteOutbox(cache: any LoadableCache, api: HTTPService) -> LoadableOutbox<NoteEdit> {
     LoadableOutbox(cache: cache.scoped("outbox/")) { edit, idempotencyKey in
@@ -23,11 +25,13 @@ func makeNoteOutbox(cache: any LoadableCache, api: HTTPService) -> LoadableOutbo
     }
 }
 
+/// A note, as the server sends it.
 struct Note: Codable, Sendable, Equatable {
     var id: Int
     var title: String
 }
 
+/// The app's notes, each showing the edits not sent yet.
 @MainActor
 func makeNotes(
     cache: any LoadableCache, api: HTTPService, outbox: LoadableOutbox<NoteEdit>
@@ -131,6 +135,7 @@ private func settleOutbox(
     #expect(held, "the outbox did not settle", sourceLocation: sourceLocation)
 }
 
+/// The `HTTPService` samples against a server that honours `Idempotency-Key`.
 @Suite("Docs/Offline.md samples over HTTP", .timeLimit(.minutes(5)))
 @MainActor
 struct OfflineGuideHTTPTests {
