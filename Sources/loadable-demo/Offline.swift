@@ -21,8 +21,10 @@ struct SessionNotReady: RetryAfterProviding, CustomStringConvertible {
 /// same folder): the list restores from disk and shows the three items again. Then the app goes
 /// online: the outbox sends them in order, and the list from the server has all three.
 extension Tour {
+    /// What the user adds while offline.
     static let offlineItems = ["pack the charger", "buy the tickets", "book the hotel"]
 
+    /// Runs the episode, and records its summary line.
     func offlineEpisode() async {
         let folder = postsCacheDirectory.appendingPathExtension("offline")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -124,6 +126,7 @@ extension Tour {
         }
     }
 
+    /// What the list screen shows, and how many of its items wait to be sent.
     private static func describe(list: AsyncLoadable<[String]>, _ outbox: LoadableOutbox<ListItemAdded>) -> String {
         let count = list.contents?.count ?? 0
         return "\(count) items, \(outbox.pendingCount) of them waiting to be sent"
