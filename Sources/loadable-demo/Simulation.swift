@@ -31,6 +31,9 @@ final class DemoStats {
     /// The posts store's entries when the app was relaunched (the store is dropped then).
     var postEntriesAtRelaunch: Int?
     var mutationSummary: [String] = []
+    /// The items the offline episode's outbox sent, in order.
+    var offlineSent: [String] = []
+    var offlineSummary = "not run"
 }
 
 /// A simulated auth service: answers after a random latency and fails at `failureRate`.

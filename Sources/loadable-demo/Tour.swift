@@ -142,6 +142,7 @@ final class Tour {
         }
         for task in tasks { task.cancel() }
         await relaunch()
+        await offlineEpisode()
         printSummary()
     }
 
@@ -262,6 +263,7 @@ final class Tour {
         print(
             "  optimistic changes on /posts/42: "
                 + (stats.mutationSummary.isEmpty ? "none ended" : stats.mutationSummary.joined(separator: ", ")))
+        print("  offline outbox: \(stats.offlineSummary)")
         print(
             "  requests: \(stats.requests) sent; \(waited.count) waited for the token "
                 + "(average \(Timeline.seconds(average)) s, longest \(Timeline.seconds(longest)) s), "

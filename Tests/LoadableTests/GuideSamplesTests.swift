@@ -8,7 +8,9 @@ import Testing
 struct GuideSamplesTests {
     /// The test files that compile the samples of each guide, from the repository's root.
     static let compilingTests: [String: [String]] = [
-        "README.md": ["Tests/LoadableTests/DocumentationExampleTests.swift"],
+        "README.md": [
+            "Tests/LoadableTests/DocumentationExampleTests.swift", "Tests/LoadableCachingTests/OfflineGuideTests.swift",
+        ],
         "Docs/Caching.md": ["Tests/LoadableCachingTests/CachingGuideTests.swift"],
         "Docs/GettingStarted.md": ["Tests/LoadableTests/GettingStartedGuideTests.swift"],
         "Docs/Groups.md": ["Tests/LoadableGroupTests/GroupsGuideTests.swift"],
@@ -20,6 +22,9 @@ struct GuideSamplesTests {
             "Tests/LoadableTests/MutationsGuideTests.swift",
             "Tests/LoadableCachingTests/MutationForwardingTests.swift",
             "Tests/LoadableHTTPTests/MutationsOverHTTPTests.swift",
+        ],
+        "Docs/Offline.md": [
+            "Tests/LoadableCachingTests/OfflineGuideTests.swift", "Tests/LoadableHTTPTests/OfflineGuideTests.swift",
         ],
         "Docs/Paging.md": [
             "Tests/LoadableTests/PagingGuideTests.swift", "Tests/LoadableTests/PagedLoadableTests.swift",
