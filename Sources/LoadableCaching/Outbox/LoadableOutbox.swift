@@ -124,6 +124,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private var savesAfterRestore = false
     /// ``removeAll()`` was called while restoring: what the restore finds is dropped.
     private var dropsRestored = false
+    /// The stored queue could not be read (for another reason than its bytes): saves add to it.
+    private var storedIsUnread = false
 
     // Retrying: the syncer's rules (backoff, `Retry-After`, pausing and catching up).
     private var machine: SyncerStateMachine
@@ -242,6 +244,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         mutateItems { $0.removeAll() }
         slots.removeAll()
         setAside.removeAll()
+        storedIsUnread = false
         for id in ids { forEachDisplay { $0.drop(id) } }
         if isRestoring {
             dropsRestored = true
@@ -510,13 +513,24 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let key = key
         // While the restore runs, the items of earlier launches are not known here: the save adds
         // the items to those in the cache (so that an item enqueued now is kept even if the
-        // outbox goes before its restore finishes), and a whole save follows the restore.
-        let merges = isRestoring
-        if merges { savesAfterRestore = true }
+        // outbox goes before its restore finishes), and a whole save follows the restore. After a
+        // read of them failed, each save adds to them too, and hands them over once it can read
+        // them.
+        let mode: OutboxSaveMode = isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
+        if isRestoring { savesAfterRestore = true }
         CacheQueue.enqueueSave(in: cache, key: key) { [weak self, records] in
-            let error = await OutboxStorage.save(records, in: cache, key: key, addingToStored: merges)
-            return { [weak self] in self?.saveDidFinish(covering: covered, error: error) }
+            let outcome = await OutboxStorage.save(records, in: cache, key: key, mode: mode, as: Change.self)
+            return { [weak self] in self?.saveDidFinish(covering: covered, outcome: outcome) }
         }
+    }
+
+    private func saveDidFinish(covering sequence: UInt64, outcome: OutboxSaveOutcome<Change>) {
+        if let adopted = outcome.adopted, storedIsUnread {
+            storedIsUnread = false
+            putFirst(adopted)
+            for error in adopted.newlySetAside { report(error) }
+        }
+        saveDidFinish(covering: sequence, error: outcome.error)
     }
 
     private func saveDidFinish(covering sequence: UInt64, error: LoadableCacheError?) {
@@ -533,16 +547,12 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     private func restoreDidFinish(_ outcome: OutboxRestoreOutcome<Change>) {
         isRestoring = false
-        if !dropsRestored, !outcome.items.isEmpty {
-            // The restored items are older than those enqueued meanwhile: they go first, on the
-            // loadables too.
-            let newer = storedItems
-            for item in newer { forEachDisplay { $0.drop(item.id) } }
-            for (item, change) in outcome.items { slots[item.id] = Slot(sequence: 0, change: change) }
-            mutateItems { $0.insert(contentsOf: outcome.items.map { $0.item }, at: 0) }
-            for item in storedItems { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
+        if !dropsRestored {
+            putFirst(outcome)
+            // Not read for another reason than its bytes: the stored queue may be good. Saves add
+            // to it until a read succeeds.
+            if case .loadFailed? = outcome.error { storedIsUnread = true }
         }
-        if !dropsRestored { setAside = outcome.setAside }
         if let error = outcome.error { report(error) }
         if !dropsRestored {
             for error in outcome.newlySetAside { report(error) }
@@ -557,6 +567,19 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         restoreWaiters = []
         for waiter in waiters { waiter.resume() }
         startSending(explicitly: false)
+    }
+
+    /// Puts the items of earlier launches (older than those enqueued since) before the others,
+    /// on the loadables too, and keeps those set aside.
+    private func putFirst(_ outcome: OutboxRestoreOutcome<Change>) {
+        setAside.append(contentsOf: outcome.setAside)
+        let found = outcome.items.filter { slots[$0.item.id] == nil }
+        guard !found.isEmpty else { return }
+        let newer = storedItems
+        for item in newer { forEachDisplay { $0.drop(item.id) } }
+        for (item, change) in found { slots[item.id] = Slot(sequence: 0, change: change) }
+        mutateItems { $0.insert(contentsOf: found.map { $0.item }, at: 0) }
+        for item in storedItems { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
     }
 
     private func report(_ error: any Error) {

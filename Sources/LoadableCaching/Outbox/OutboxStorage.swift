@@ -24,51 +24,103 @@ struct OutboxItemSetAside: Error, CustomStringConvertible {
     }
 }
 
+/// How a save treats the queue already in the cache.
+enum OutboxSaveMode: Sendable {
+    /// Replaces it: the outbox knows every item.
+    case whole
+    /// Adds the items to those stored (whose ids it does not carry): while the restore runs.
+    case addingToStored
+    /// Adds the items to those stored, and hands the stored ones back: after a read of the queue
+    /// failed for a reason other than its bytes, until a read succeeds.
+    case adoptingStored
+}
+
+/// What a save did.
+struct OutboxSaveOutcome<Change: Codable & Sendable>: Sendable {
+    /// Why the queue could not be read or written, if it could not.
+    var error: LoadableCacheError?
+    /// For ``OutboxSaveMode/adoptingStored``, once the stored queue could be read: its items
+    /// the save did not carry.
+    var adopted: OutboxRestoreOutcome<Change>?
+}
+
 /// The outbox's reads and writes of its entry, off the main actor.
 enum OutboxStorage {
-    /// Saves `records` as the whole queue, or, when `addingToStored`, after the stored records
-    /// whose ids are not among them (a stored entry that cannot be read is replaced); returns the
-    /// error, if any.
-    static func save(
-        _ records: [OutboxRecord], in cache: any LoadableCache, key: String, addingToStored: Bool = false
-    ) async -> LoadableCacheError? {
+    /// Saves `records`, as the whole queue or added to the stored one (see ``OutboxSaveMode``).
+    ///
+    /// A save that must add to the stored queue and cannot read it writes nothing: the stored
+    /// items may be good, and replacing them would lose them.
+    static func save<Change: Codable & Sendable>(
+        _ records: [OutboxRecord], in cache: any LoadableCache, key: String, mode: OutboxSaveMode,
+        as _: Change.Type
+    ) async -> OutboxSaveOutcome<Change> {
         var records = records
-        if addingToStored, let entry = try? await cache.load(key: key), entry.version == OutboxFormat.version,
-            let stored = try? OutboxFormat.decode(entry.data)
-        {
+        var outcome = OutboxSaveOutcome<Change>()
+        if mode != .whole {
+            let stored: [OutboxRecord]
+            switch await read(from: cache, key: key) {
+            case .success(let found):
+                stored = found
+            case .failure(let error):
+                guard case .loadFailed = error else {
+                    // Bytes that are not an outbox were reported by the restore: replaced.
+                    stored = []
+                    break
+                }
+                return OutboxSaveOutcome(error: error)
+            }
             let ids = Set(records.map(\.id))
-            records = stored.filter { !ids.contains($0.id) } + records
+            let others = stored.filter { !ids.contains($0.id) }
+            if mode == .adoptingStored { outcome.adopted = items(from: others, key: key) }
+            records = others + records
         }
         let entry = CachedEntry(data: OutboxFormat.encode(records), savedAt: Date(), version: OutboxFormat.version)
         do {
             try await cache.save(entry, key: key)
-            return nil
         } catch {
-            return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+            outcome.error = error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
         }
+        return outcome
     }
 
     /// Reads the queue kept under `key`.
     static func restore<Change: Codable & Sendable>(
         _: Change.Type, from cache: any LoadableCache, key: String
     ) async -> OutboxRestoreOutcome<Change> {
-        var outcome = OutboxRestoreOutcome<Change>()
-        let records: [OutboxRecord]
-        do {
-            guard let entry = try await cache.load(key: key) else { return outcome }
-            guard entry.version == OutboxFormat.version else {
-                throw LoadableCacheError.versionMismatch(
-                    key: key, found: entry.version, expected: OutboxFormat.version)
-            }
-            do {
-                records = try OutboxFormat.decode(entry.data)
-            } catch {
-                throw LoadableCacheError.corrupt(key: key, reason: error.reason)
-            }
-        } catch {
-            outcome.error = error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error)
+        switch await read(from: cache, key: key) {
+        case .success(let records):
+            return items(from: records, key: key)
+        case .failure(let error):
+            var outcome = OutboxRestoreOutcome<Change>()
+            outcome.error = error
             return outcome
         }
+    }
+
+    /// The records stored under `key` (none when there is no entry).
+    private static func read(from cache: any LoadableCache, key: String) async -> Result<
+        [OutboxRecord], LoadableCacheError
+    > {
+        do {
+            guard let entry = try await cache.load(key: key) else { return .success([]) }
+            guard entry.version == OutboxFormat.version else {
+                return .failure(.versionMismatch(key: key, found: entry.version, expected: OutboxFormat.version))
+            }
+            do {
+                return .success(try OutboxFormat.decode(entry.data))
+            } catch {
+                return .failure(.corrupt(key: key, reason: error.reason))
+            }
+        } catch {
+            return .failure(error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error))
+        }
+    }
+
+    /// Decodes the changes of `records`: the items, and those set aside.
+    private static func items<Change: Codable & Sendable>(
+        from records: [OutboxRecord], key: String
+    ) -> OutboxRestoreOutcome<Change> {
+        var outcome = OutboxRestoreOutcome<Change>()
         let decoder = JSONDecoder()
         for var record in records {
             do {
