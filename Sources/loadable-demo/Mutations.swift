@@ -1,3 +1,4 @@
+import Foundation
 import Loadable
 import LoadableCaching
 
@@ -48,7 +49,7 @@ extension Tour {
             try await post.mutate { items in
                 if !items.contains(mark) { items.append(mark) }
             } commit: {
-                try await api.send(path, adding: item, to: "/posts/42")
+                try await api.send(path, adding: item, to: "/posts/42", idempotencyKey: UUID().uuidString)
             }
             timeline.log("api \(path)", "accepted", "the \(name) stays: it is part of the post now")
             stats.mutationSummary.append("the \(name) was kept")

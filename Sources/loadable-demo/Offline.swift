@@ -100,9 +100,10 @@ extension Tour {
         let timeline = timeline
         return LoadableOutbox(
             cache: FileLoadableCache(directory: folder).scoped("outbox/"), activity: activity, clock: clock
-        ) { change, _ in
+        ) { change, idempotencyKey in
             do {
-                try await api.send("/lists/trip/items", adding: change.item, to: "/lists/trip")
+                try await api.send(
+                    "/lists/trip/items", adding: change.item, to: "/lists/trip", idempotencyKey: idempotencyKey)
             } catch let error as LoadableWaiterError {
                 throw SessionNotReady(underlying: error)
             }

@@ -70,6 +70,8 @@ final class APIServer {
     var stalls: Set<String> = []
     /// Items added to a resource by accepted changes: its later answers include them.
     private var added: [String: [String]] = [:]
+    /// The idempotency keys of the changes applied: a change sent again with one is applied once.
+    private var appliedKeys: Set<String> = []
 
     init(seed: UInt64, clock: ManualClock) {
         random = SeededRandomNumberGenerator(seed: seed)
@@ -87,12 +89,16 @@ final class APIServer {
     }
 
     /// A change: adds `item` to `resource` after a latency longer than a read's (a write), or
-    /// fails when `path` glitches.
-    func post(_ path: String, adding item: String, to resource: String, token: String) async throws {
+    /// fails when `path` glitches. A change sent again with the same `idempotencyKey` is applied
+    /// once.
+    func post(
+        _ path: String, adding item: String, to resource: String, token: String, idempotencyKey: String
+    ) async throws {
         let latency = Duration.microseconds(Int64.random(in: 400_000...700_000, using: &random))
         let fails = glitches.remove(path) != nil
         try await clock.sleep(for: latency)
         if fails { throw DemoError.serverGlitch(path) }
+        guard appliedKeys.insert(idempotencyKey).inserted else { return }
         if !added[resource, default: []].contains(item) { added[resource, default: []].append(item) }
     }
 }
@@ -123,9 +129,9 @@ final class APIClient {
     }
 
     /// Sends a change: adds `item` to `resource`, after waiting for the token like a read.
-    func send(_ path: String, adding item: String, to resource: String) async throws {
+    func send(_ path: String, adding item: String, to resource: String, idempotencyKey: String) async throws {
         let token = try await authorize(path)
-        try await server.post(path, adding: item, to: resource, token: token)
+        try await server.post(path, adding: item, to: resource, token: token, idempotencyKey: idempotencyKey)
     }
 
     /// Waits for the access token, logging the wait, and returns it.

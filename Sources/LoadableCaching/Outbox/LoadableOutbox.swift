@@ -31,9 +31,9 @@ public import Observation
 /// says the app is active and not offline (``isPaused`` otherwise; a send running when it pauses
 /// goes on).
 /// - Success: the item goes (and its removal is saved); the next one follows at once.
-/// - A retryable failure (``RetryAfterProviding/isRetryable``, or a `URLError`): the item stays
+/// - A retryable failure (`RetryAfterProviding.isRetryable`, or a `URLError`): the item stays
 ///   first and is sent again after the retry policy's delay, or after the error's
-///   ``RetryAfterProviding/retryAfter`` when that is longer (up to one hour). Nothing is retried
+///   `RetryAfterProviding.retryAfter` when that is longer (up to one hour). Nothing is retried
 ///   while paused; coming back active and online starts the backoff over and retries at once,
 ///   but never before the server's `Retry-After`. Once a policy with `maxRetries` has none
 ///   left, the item waits for the next return to active and online, or the next ``enqueue(_:)``
@@ -143,7 +143,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// - Parameters:
     ///   - cache: Where the items are kept.
     ///   - key: The items' key in `cache`; one outbox per key.
-    ///   - activity: Pauses sending while the app is inactive or offline; ``ActivityMonitor/system``
+    ///   - activity: Pauses sending while the app is inactive or offline; `ActivityMonitor.system`
     ///     by default.
     ///   - retryPolicy: The delays between retries of a retryable failure; its refresh period is
     ///     not used.
@@ -463,7 +463,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         updateItem(sending.id) { $0.state = .pending }
     }
 
-    /// Retryable: what ``RetryAfterProviding/isRetryable`` says, or any `URLError`.
+    /// Retryable: what `RetryAfterProviding.isRetryable` says, or any `URLError`.
     static func isRetryable(_ error: any Error) -> Bool {
         if let error = error as? any RetryAfterProviding { return error.isRetryable }
         return error is URLError

@@ -164,17 +164,21 @@ public struct CachedEntry: Sendable, Codable, Hashable {
     }
 }
 
-/// Why persisting a loadable failed; every case names the cache key.
+/// Why persisting a loadable (or an outbox's queue) failed; every case names the cache key.
 ///
 /// A persistence reports these through its `onError` and carries on without the cache: the
-/// loadable's state never changes because of one.
+/// loadable's state never changes because of one. What is said below of "the entry" is what a
+/// persistence does; a ``LoadableOutbox`` keeps its queue in one entry and says what it does in
+/// its own documentation (an item that does not decode is set aside, not removed).
 public enum LoadableCacheError: Error, CustomStringConvertible {
     /// The stored bytes of `key` are not a complete entry (a file cut short, or not written by
     /// this cache); `reason` says what is wrong. The entry is removed.
     case corrupt(key: String, reason: String)
     /// The entry of `key` was saved with another version of the encoding. The entry is removed.
     case versionMismatch(key: String, found: Int, expected: Int)
-    /// The entry of `key` could not be decoded as the loadable's contents. The entry is removed.
+    /// The entry of `key` could not be decoded as the loadable's contents (for an outbox: one
+    /// item's change, named in `underlying`). The entry is removed (the outbox sets the item
+    /// aside instead).
     case decodingFailed(key: String, underlying: any Error)
     /// The contents could not be encoded for `key`; nothing was saved.
     case encodingFailed(key: String, underlying: any Error)
