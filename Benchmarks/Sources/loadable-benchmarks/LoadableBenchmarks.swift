@@ -28,6 +28,10 @@ struct Settings {
     var httpRequests = 1_000
     /// GETs per side before the HTTP scenario's rounds.
     var httpWarmUpRequests = 100
+    /// Changes of 200 B enqueued and saved per side and run of the outbox scenario.
+    var outboxChanges = 1_000
+    /// Changes enqueued into one outbox while the main-actor ticker runs.
+    var outboxStallChanges = 500
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
@@ -41,7 +45,8 @@ struct Settings {
         runs: 1, groupRuns: 1, syncCycles: 20_000, fanOutDeliveries: 20_000, groupSizes: [10_000],
         waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
         storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000,
-        syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20)
+        syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20,
+        outboxChanges: 100, outboxStallChanges: 100)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -51,7 +56,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
-        "http", "http-send",
+        "http", "http-send", "outbox",
     ]
 
     static func main() async throws {
@@ -109,6 +114,7 @@ struct LoadableBenchmarks {
         if wants("syncer") { await runSyncer(settings, into: &report) }
         if wants("http") { await runHTTP(settings, into: &report) }
         if wants("http-send") { await runHTTPSend(settings, into: &report) }
+        if wants("outbox") { await runOutbox(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
