@@ -93,6 +93,31 @@ struct OutboxRelaunchTests {
         #expect(await cache.entry("outbox") != nil)
     }
 
+    @Test("an item enqueued and discarded while the restore runs is not kept")
+    func discardedDuringRestore() async {
+        let cache = ScriptedPersistenceCache()
+        let offline = ActivityMonitor(connectivity: .offline)
+        var outbox: LoadableOutbox<Append>! = makeOutbox(
+            cache: cache, server: ScriptedServer(), activity: offline, clock: ManualClock())
+        await outbox.restored()
+        outbox.enqueue(Append(word: "a"))
+        await outbox.saved()
+        outbox = nil
+        await cache.hold(.load)
+        outbox = makeOutbox(cache: cache, server: ScriptedServer(), activity: offline, clock: ManualClock())
+        #expect(await waitUntilHeld(cache))
+        let b = outbox.enqueue(Append(word: "b"))
+        outbox.enqueue(Append(word: "c"))
+        outbox.discard(b)
+        await cache.releaseAll()
+        await outbox.saved()
+        #expect(outbox.items.map(\.change.word) == ["a", "c"])
+        outbox = nil
+        let relaunched = makeOutbox(cache: cache, server: ScriptedServer(), activity: offline, clock: ManualClock())
+        await relaunched.restored()
+        #expect(relaunched.items.map(\.change.word) == ["a", "c"])
+    }
+
     @Test("a stored change that no longer decodes is reported once, set aside, and never blocks the rest")
     func undecodableChangeIsSetAside() async {
         let cache = InMemoryLoadableCache()

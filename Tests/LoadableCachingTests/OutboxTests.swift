@@ -19,6 +19,13 @@ struct OutboxTests {
         await outbox.restored()
         let id = outbox.enqueue(Append(word: "a"))
         #expect(outbox.items.map(\.id) == [id])
+        let key = outbox.items[0].idempotencyKey
+        for string in [id, key] {
+            #expect(UUID(uuidString: string)?.uuidString == string, "a UUID string, as UUID spells it")
+            #expect(Array(string)[14] == "4", "version 4")
+            #expect("89AB".contains(Array(string)[19]), "RFC 4122 variant")
+        }
+        #expect(id != key)
         #expect(outbox.items.first?.state == .pending)
         #expect(server.calls.isEmpty, "nothing is sent before the save")
         await outbox.saved()

@@ -99,8 +99,12 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private let send: @MainActor (Change, _ idempotencyKey: String) async throws -> Void
     private let encoder = JSONEncoder()
     private var storedItems: [OutboxItem<Change>] = []
-    /// The encoded change and save sequence number of each item, by id.
-    private var slots: [String: Slot] = [:]
+    /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it, so that a
+    /// save hands the queue over without rebuilding it on the main actor).
+    private var records: [OutboxRecord] = []
+    /// The number of the save that first carries each item, by id (0 for items of earlier
+    /// launches): an item is sent once a save of that number or a later one has finished.
+    private var sequences: [String: UInt64] = [:]
     /// Items set aside (their change did not decode), kept in the cache as they were.
     private var setAside: [OutboxRecord] = []
     private var storedIsPaused: Bool
@@ -120,7 +124,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private var saveWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
     private var isRestoring = true
     private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
-    /// A save was asked for while restoring: it runs when the restore has finished.
+    /// An item was discarded while restoring: the queue is saved whole when the restore finishes.
     private var savesAfterRestore = false
     /// ``removeAll()`` was called while restoring: what the restore finds is dropped.
     private var dropsRestored = false
@@ -190,17 +194,25 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// - Returns: The new item's ``OutboxItem/id``.
     @discardableResult
     public func enqueue(_ change: Change) -> OutboxItem<Change>.ID {
+        let (id, idempotencyKey) = OutboxIdentifiers.pair()
         let item = OutboxItem(
-            id: UUID().uuidString, change: change, idempotencyKey: UUID().uuidString, enqueuedAt: Date(),
-            attempts: 0, lastError: nil, state: .pending)
+            id: id, change: change, idempotencyKey: idempotencyKey, enqueuedAt: Date(), attempts: 0, lastError: nil,
+            state: .pending)
         var encoded: Data?
         do {
             encoded = try encoder.encode(change)
         } catch {
             report(LoadableCacheError.encodingFailed(key: key, underlying: error))
         }
-        slots[item.id] = Slot(sequence: requestedSave + 1, change: encoded)
-        mutateItems { $0.append(item) }
+        let record = OutboxRecord(
+            id: id, idempotencyKey: idempotencyKey, enqueuedAt: item.enqueuedAt.timeIntervalSinceReferenceDate,
+            attempts: 0, isFailed: false, isSetAside: false, lastError: "", change: encoded ?? Data(),
+            isUnsaved: encoded == nil)
+        sequences[id] = requestedSave + 1
+        mutateItems { items, records in
+            items.append(item)
+            records.append(record)
+        }
         forEachDisplay { addLayer(item.id, change, on: $0) }
         save()
         startSending(explicitly: true)
@@ -213,7 +225,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// - Parameter id: The item's ``OutboxItem/id``.
     public func retry(_ id: OutboxItem<Change>.ID) {
         guard storedItems.contains(where: { $0.id == id && $0.state == .failed }) else { return }
-        updateItem(id) { $0.state = .pending }
+        updateItem(id) { item, record in
+            item.state = .pending
+            record.isFailed = false
+        }
         save()
         startSending(explicitly: true)
     }
@@ -228,7 +243,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         if sending?.id == id { cancelSending() }
         if retryingID == id { stopRetrying() }
         removeItem(id)
-        slots[id] = nil
+        sequences[id] = nil
+        // A save that adds to the stored items cannot remove one: a whole save follows the restore.
+        if isRestoring { savesAfterRestore = true }
         forEachDisplay { $0.drop(id) }
         save()
         continueSending()
@@ -241,8 +258,11 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         cancelSending()
         stopRetrying()
         let ids = storedItems.map(\.id)
-        mutateItems { $0.removeAll() }
-        slots.removeAll()
+        mutateItems { items, records in
+            items.removeAll()
+            records.removeAll()
+        }
+        sequences.removeAll()
         setAside.removeAll()
         storedIsUnread = false
         for id in ids { forEachDisplay { $0.drop(id) } }
@@ -333,9 +353,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// Shows item `id` on `display`, unless it went meanwhile: a loadable's observer, told of a
     /// layer, may discard the item (before or while this layer is added).
     private func addLayer(_ id: String, _ change: Change, on display: OutboxDisplay<Change>) {
-        guard slots[id] != nil else { return }
+        guard sequences[id] != nil else { return }
         display.add(id, change)
-        if slots[id] == nil { display.drop(id) }
+        if sequences[id] == nil { display.drop(id) }
     }
 
     private func forEachDisplay(_ body: (OutboxDisplay<Change>) -> Void) {
@@ -358,16 +378,17 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             return
         }
         let id = storedItems[index].id
-        guard let slot = slots[id], slot.sequence <= savedSequence else { return }
+        guard let sequence = sequences[id], sequence <= savedSequence else { return }
         beginSend(id)
     }
 
     private func beginSend(_ id: String) {
         // Observation's handlers run before the change: one that enqueues must not start a send.
         isBeginningSend = true
-        let updated = updateItem(id) {
-            $0.state = .sending
-            $0.attempts += 1
+        let updated = updateItem(id) { item, record in
+            item.state = .sending
+            item.attempts += 1
+            record.attempts = item.attempts
         }
         isBeginningSend = false
         guard let item = updated else { return }
@@ -375,7 +396,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         sendCount += 1
         let count = sendCount
         let send = self.send
-        withMutation(\.isSending) {
+        mutateIsSending {
             sending = Sending(
                 id: item.id,
                 task: Task { [weak self] in
@@ -398,7 +419,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             let removed = removeItem(id)
             endSend(count)
             if removed {
-                slots[id] = nil
+                sequences[id] = nil
                 forEachDisplay { $0.join(id) }
                 save()
                 perform { machine.stateChanged(to: .didSyncSuccessfully, retryAllowed: true, now: clock.elapsed) }
@@ -407,9 +428,11 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             return
         }
         let retryable = Self.isRetryable(error)
-        let updated = updateItem(id) {
-            $0.state = retryable ? .pending : .failed
-            $0.lastError = error
+        let updated = updateItem(id) { item, record in
+            item.state = retryable ? .pending : .failed
+            item.lastError = error
+            record.isFailed = !retryable
+            record.lastError = "\(error)"
         }
         if updated != nil, retryable {
             // Before the send ends: a retry waits for its time from now on.
@@ -432,7 +455,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// The send `count` is over (unless a newer one began meanwhile).
     private func endSend(_ count: Int) {
         guard sending != nil, sendCount == count else { return }
-        withMutation(\.isSending) { sending = nil }
+        mutateIsSending { sending = nil }
     }
 
     /// Sends the next item after one went (sent, failed for good, discarded), or rests.
@@ -459,8 +482,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func cancelSending() {
         guard let sending else { return }
         sending.task.cancel()
-        withMutation(\.isSending) { self.sending = nil }
-        updateItem(sending.id) { $0.state = .pending }
+        mutateIsSending { self.sending = nil }
+        updateItem(sending.id) { item, _ in item.state = .pending }
     }
 
     /// Retryable: what `RetryAfterProviding.isRetryable` says, or any `URLError`.
@@ -495,31 +518,20 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     /// Queues a save of the whole queue as it is now (replacing a save that waits for its turn).
     private func save() {
-        var records: [OutboxRecord] = []
-        records.reserveCapacity(storedItems.count + setAside.count)
-        for item in storedItems {
-            guard let change = slots[item.id]?.change else { continue }
-            records.append(
-                OutboxRecord(
-                    id: item.id, idempotencyKey: item.idempotencyKey,
-                    enqueuedAt: item.enqueuedAt.timeIntervalSinceReferenceDate, attempts: item.attempts,
-                    isFailed: item.state == .failed, isSetAside: false,
-                    lastError: item.lastError.map { "\($0)" } ?? "", change: change))
-        }
-        records.append(contentsOf: setAside)
+        let records = records
+        let setAside = setAside
         requestedSave += 1
         let covered = requestedSave
         let cache = cache
         let key = key
         // While the restore runs, the items of earlier launches are not known here: the save adds
         // the items to those in the cache (so that an item enqueued now is kept even if the
-        // outbox goes before its restore finishes), and a whole save follows the restore. After a
-        // read of them failed, each save adds to them too, and hands them over once it can read
-        // them.
+        // outbox goes before its restore finishes). After a read of them failed, each save adds
+        // to them too, and hands them over once it can read them.
         let mode: OutboxSaveMode = isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
-        if isRestoring { savesAfterRestore = true }
-        CacheQueue.enqueueSave(in: cache, key: key) { [weak self, records] in
-            let outcome = await OutboxStorage.save(records, in: cache, key: key, mode: mode, as: Change.self)
+        CacheQueue.enqueueSave(in: cache, key: key) { [weak self] in
+            let outcome = await OutboxStorage.save(
+                records.filter { !$0.isUnsaved } + setAside, in: cache, key: key, mode: mode, as: Change.self)
             return { [weak self] in self?.saveDidFinish(covering: covered, outcome: outcome) }
         }
     }
@@ -573,12 +585,15 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// on the loadables too, and keeps those set aside.
     private func putFirst(_ outcome: OutboxRestoreOutcome<Change>) {
         setAside.append(contentsOf: outcome.setAside)
-        let found = outcome.items.filter { slots[$0.item.id] == nil }
+        let found = outcome.items.filter { sequences[$0.item.id] == nil }
         guard !found.isEmpty else { return }
         let newer = storedItems
         for item in newer { forEachDisplay { $0.drop(item.id) } }
-        for (item, change) in found { slots[item.id] = Slot(sequence: 0, change: change) }
-        mutateItems { $0.insert(contentsOf: found.map { $0.item }, at: 0) }
+        for (item, _) in found { sequences[item.id] = 0 }
+        mutateItems { items, records in
+            items.insert(contentsOf: found.map { $0.item }, at: 0)
+            records.insert(contentsOf: found.map { $0.record }, at: 0)
+        }
         for item in storedItems { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
     }
 
@@ -593,23 +608,36 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         registrar?.access(self, keyPath: keyPath)
     }
 
-    private func withMutation<Value>(_ keyPath: KeyPath<LoadableOutbox, Value>, _ body: () -> Void) {
+    // The key paths are built only when a registrar exists: in a generic class, building one
+    // costs more than the change it names.
+
+    private func mutateIsPaused(_ body: () -> Void) {
         guard let registrar else { return body() }
-        registrar.withMutation(of: self, keyPath: keyPath, body)
+        registrar.withMutation(of: self, keyPath: \.isPaused, body)
     }
 
-    private func mutateItems(_ body: (inout [OutboxItem<Change>]) -> Void) {
-        withMutation(\.items) { body(&storedItems) }
+    private func mutateIsSending(_ body: () -> Void) {
+        guard let registrar else { return body() }
+        registrar.withMutation(of: self, keyPath: \.isSending, body)
     }
 
-    /// Changes the item `id` and returns it as changed; `nil` when it is not in the outbox (it is
-    /// looked up inside the mutation: Observation's handlers, told before it, may change the items).
+    /// Changes the items and their records together.
+    private func mutateItems(_ body: (inout [OutboxItem<Change>], inout [OutboxRecord]) -> Void) {
+        guard let registrar else { return body(&storedItems, &records) }
+        registrar.withMutation(of: self, keyPath: \.items) { body(&storedItems, &records) }
+    }
+
+    /// Changes the item `id` and its record, and returns the item as changed; `nil` when it is
+    /// not in the outbox (it is looked up inside the mutation: Observation's handlers, told before
+    /// it, may change the items).
     @discardableResult
-    private func updateItem(_ id: String, _ body: (inout OutboxItem<Change>) -> Void) -> OutboxItem<Change>? {
+    private func updateItem(
+        _ id: String, _ body: (inout OutboxItem<Change>, inout OutboxRecord) -> Void
+    ) -> OutboxItem<Change>? {
         var updated: OutboxItem<Change>?
-        mutateItems { items in
-            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
-            body(&items[index])
+        mutateItems { items, records in
+            guard let index = records.firstIndex(where: { $0.id == id }) else { return }
+            body(&items[index], &records[index])
             updated = items[index]
         }
         return updated
@@ -619,9 +647,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     @discardableResult
     private func removeItem(_ id: String) -> Bool {
         var removed = false
-        mutateItems { items in
-            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
+        mutateItems { items, records in
+            guard let index = records.firstIndex(where: { $0.id == id }) else { return }
             items.remove(at: index)
+            records.remove(at: index)
             removed = true
         }
         return removed
@@ -631,7 +660,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 extension LoadableOutbox: ActivityMonitorFollower {
     package func activityDidChange() {
         let paused = !activity.allowsSyncing
-        if paused != storedIsPaused { withMutation(\.isPaused) { storedIsPaused = paused } }
+        if paused != storedIsPaused { mutateIsPaused { storedIsPaused = paused } }
         let resumes = !paused && machine.isPaused
         perform {
             machine.activityChanged(
@@ -640,15 +669,6 @@ extension LoadableOutbox: ActivityMonitorFollower {
         }
         if resumes { startSending(explicitly: false) }
     }
-}
-
-/// What the outbox keeps about an item besides the item.
-private struct Slot {
-    /// The number of the enqueue; an item is sent once a save covering it has finished (0 for
-    /// items restored from the cache).
-    var sequence: UInt64
-    /// The change as saved; `nil` when it could not be encoded.
-    var change: Data?
 }
 
 /// The send that runs.

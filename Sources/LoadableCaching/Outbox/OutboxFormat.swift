@@ -14,6 +14,8 @@ struct OutboxRecord: Sendable {
     var lastError: String
     /// The change, encoded as JSON.
     var change: Data
+    /// In memory only: the change could not be encoded, so the item is not saved.
+    var isUnsaved = false
 }
 
 /// The bytes of an outbox entry: every item in order, in one ``CachedEntry``, so that each save is
@@ -114,4 +116,33 @@ enum OutboxFormat {
 struct OutboxFormatError: Error, CustomStringConvertible {
     let reason: String
     var description: String { reason }
+}
+
+/// The ids and idempotency keys of new items: version 4 UUID strings, as `UUID().uuidString`
+/// spells them, drawn from the system's random number generator (which, unlike `UUID()` on
+/// Linux, opens no file).
+enum OutboxIdentifiers {
+    /// A new id and a new idempotency key.
+    static func pair() -> (id: String, idempotencyKey: String) {
+        var random = SystemRandomNumberGenerator()
+        return (string(random.next(), random.next()), string(random.next(), random.next()))
+    }
+
+    private static let digits = Array("0123456789ABCDEF".utf8)
+
+    /// The UUID string of 128 random bits, with the version (4) and variant (10) bits set.
+    static func string(_ high: UInt64, _ low: UInt64) -> String {
+        let high = (high & ~0xF000) | 0x4000
+        let low = (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(36)
+        for (index, word) in [high, low].enumerated() {
+            for nibble in 0..<16 {
+                let position = index * 16 + nibble
+                if position == 8 || position == 12 || position == 16 || position == 20 { bytes.append(UInt8(ascii: "-")) }
+                bytes.append(digits[Int((word >> UInt64(60 - nibble * 4)) & 0xF)])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }

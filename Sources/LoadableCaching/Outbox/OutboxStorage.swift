@@ -2,8 +2,8 @@ internal import Foundation
 
 /// What an outbox's restore found.
 struct OutboxRestoreOutcome<Change: Codable & Sendable>: Sendable {
-    /// The items to send, in order, with their encoded changes.
-    var items: [(item: OutboxItem<Change>, change: Data)] = []
+    /// The items to send, in order, with their records.
+    var items: [(item: OutboxItem<Change>, record: OutboxRecord)] = []
     /// The items set aside (now or earlier) whose change does not decode.
     var setAside: [OutboxRecord] = []
     /// One error per item set aside by this restore.
@@ -116,6 +116,9 @@ enum OutboxStorage {
         }
     }
 
+    /// The last error of an item set aside by an earlier launch that decodes again.
+    private static let setAsideDescription = "set aside by an earlier launch: its change did not decode"
+
     /// Decodes the changes of `records`: the items, and those set aside.
     private static func items<Change: Codable & Sendable>(
         from records: [OutboxRecord], key: String
@@ -129,12 +132,16 @@ enum OutboxStorage {
                 let item = OutboxItem(
                     id: record.id, change: change, idempotencyKey: record.idempotencyKey,
                     enqueuedAt: Date(timeIntervalSinceReferenceDate: record.enqueuedAt), attempts: record.attempts,
-                    lastError: record.isSetAside
-                        ? OutboxRestoredError(description: "set aside by an earlier launch: its change did not decode")
-                        : lastError,
+                    lastError: record.isSetAside ? OutboxRestoredError(description: setAsideDescription) : lastError,
                     state: record.isFailed || record.isSetAside ? .failed : .pending)
-                if record.isSetAside { outcome.hasRestoredSetAside = true }
-                outcome.items.append((item, record.change))
+                if record.isSetAside {
+                    // Decodes again: back, failed, for the app to retry or discard.
+                    outcome.hasRestoredSetAside = true
+                    record.isSetAside = false
+                    record.isFailed = true
+                    record.lastError = setAsideDescription
+                }
+                outcome.items.append((item, record))
             } catch {
                 if !record.isSetAside {
                     record.isSetAside = true
