@@ -157,13 +157,20 @@ final class CacheQueue: Sendable {
             let job = state.jobs[state.next]
             state.next += 1
             if let key = job.key, state.waitingSaves[key] === job { state.waitingSaves[key] = nil }
+            // The job stays in the list until it is compacted; what its work holds (contents, an
+            // outbox's queue) goes now, so that the app's next change of it copies nothing.
+            let work = job.work
+            job.work = Self.doneWork
             if state.next >= 64, state.next * 2 >= state.jobs.count {
                 state.jobs.removeFirst(state.next)
                 state.next = 0
             }
-            return job.work
+            return work
         }
     }
+
+    /// The work of a job taken from the list.
+    private static let doneWork: Work = { nil }
 
     /// Hands `step` to the main actor, behind the steps handed over before it.
     private func handOver(_ step: @escaping @MainActor () -> Void) {
