@@ -285,10 +285,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         reconcile: (@MainActor (inout Contents, R) -> Void)? = nil
     ) async throws -> R {
         try Task.checkCancellation()
-        let id = addPendingChange {
-            optimistic(&$0)
-            return true
-        }
+        let id = addLayer(optimistic, concern: nil)
         let result: R
         do {
             result = try await commit()
@@ -326,24 +323,37 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         let layers = changes.layers
         var changed: [Bool] = []
         changed.reserveCapacity(layers.count)
-        for layer in layers { changed.append(layer.apply(&shown)) }
+        for layer in layers { changed.append(layer.applied(to: &shown)) }
         // A change of the loadable made from inside a layer applied the layers itself, to newer
         // base contents: its result stands.
         guard changes.applyCount == applyCount else { return }
-        for index in changes.layers.indices { changes.layers[index].changesContents = changed[index] }
+        for index in changes.layers.indices where changes.layers[index].changesContents != changed[index] {
+            changes.layers[index].changesContents = changed[index]
+        }
         storedContents = shown
     }
 
     /// Adds a pending change over the contents and notifies when it changed the contents shown
-    /// (there are contents, and `apply` returned `true`); returns its id.
+    /// (there are contents, and `apply` set `concern` to say it did); returns its id.
     ///
-    /// `apply` changes the contents it is given and returns whether it changed anything: a change
-    /// that does not concern these contents returns `false`, and then nothing is notified when
-    /// it is added, taken back, or joins the base.
+    /// `apply` changes the contents it is given and sets ``PendingChangeConcern/concerns`` to
+    /// whether it changed anything: a change that does not concern these contents sets `false`,
+    /// and then nothing is notified when it is added, taken back, or joins the base. (A flag
+    /// beside the closure, not a closure that returns it: `mutate`, which shares the layers,
+    /// would pay an allocation for a wrapper.)
     ///
     /// For changes kept elsewhere (an outbox) that show on this loadable until they reach the
-    /// server; ``mutate(optimistic:commit:reconcile:)`` uses it too.
-    package final func addPendingChange(_ apply: @escaping @MainActor (inout Contents) -> Bool) -> Int {
+    /// server.
+    package final func addPendingChange(
+        _ apply: @escaping @MainActor (inout Contents) -> Void, concern: PendingChangeConcern
+    ) -> Int {
+        addLayer(apply, concern: concern)
+    }
+
+    /// Adds a pending change; `concern` is `nil` for `mutate`'s, which always change the contents.
+    private func addLayer(
+        _ apply: @escaping @MainActor (inout Contents) -> Void, concern: PendingChangeConcern?
+    ) -> Int {
         let changes: PendingChanges<Contents>
         if let existing = core.extras?.ownerStorage {
             changes = unsafeDowncast(existing, to: PendingChanges<Contents>.self)
@@ -354,16 +364,18 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         let id = changes.nextID
         changes.nextID &+= 1
         if changes.layers.isEmpty { changes.base = storedContents }
-        changes.layers.append(PendingChanges.Layer(id: id, apply: apply))
+        changes.layers.append(PendingChanges.Layer(id: id, apply: apply, concern: concern))
         core.hasPendingChanges = true
         // No contents yet: the change waits for them, and nothing shown changes.
         guard var shown = storedContents.take() else { return id }
         changes.applyCount &+= 1
         let applyCount = changes.applyCount
-        let changesContents = apply(&shown)
+        apply(&shown)
+        let changesContents = concern?.concerns ?? true
         guard changes.applyCount == applyCount else { return id }
-        if let index = changes.layers.lastIndex(where: { $0.id == id }) {
-            changes.layers[index].changesContents = changesContents
+        // Written only when it is not the default: a write costs `mutate` an allocation.
+        if !changesContents, let index = changes.layers.lastIndex(where: { $0.id == id }) {
+            changes.layers[index].changesContents = false
         }
         guard changesContents else {
             storedContents = shown
@@ -429,7 +441,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             if storedState == .syncing { baseDidChangeDuringSync() }
             return
         }
-        let changesBase = layer.apply(&base)
+        let changesBase = layer.applied(to: &base)
         changes.base = base
         guard changesBase || layer.changesContents else {
             removeLayer(at: index, of: changes)
@@ -469,7 +481,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             changes.layers.removeAll(keepingCapacity: true)
             core.hasPendingChanges = false
         } else {
-            if let reconcile { reconcile(&base, result) } else { _ = layer.apply(&base) }
+            if let reconcile { reconcile(&base, result) } else { layer.apply(&base) }
             changes.base = base
             removeLayer(at: index, of: changes)
             showBaseAfterRemoval(changes)
@@ -615,10 +627,19 @@ final class PendingChanges<Contents> {
     struct Layer {
         /// Tells this change from the others.
         let id: Int
-        /// Applies the change to contents; returns whether it changed them.
-        let apply: @MainActor (inout Contents) -> Bool
+        /// Applies the change to contents.
+        let apply: @MainActor (inout Contents) -> Void
+        /// Where `apply` says whether it changed the contents; `nil`: it always does (`mutate`).
+        let concern: PendingChangeConcern?
         /// Whether the change changed the contents shown when it was last applied to them.
         var changesContents = true
+
+        /// Applies the change to `contents`; returns whether it changed them.
+        @MainActor
+        func applied(to contents: inout Contents) -> Bool {
+            apply(&contents)
+            return concern?.concerns ?? true
+        }
     }
 
     /// The pending changes, in the order they began.
@@ -629,4 +650,14 @@ final class PendingChanges<Contents> {
     var nextID = 0
     /// Grows each time the layers are applied: tells a nested application from the outer one.
     var applyCount = 0
+}
+
+/// Where a pending change added with ``PushLoadable/addPendingChange(_:concern:)`` says, each time
+/// it is applied, whether it changed the contents.
+@MainActor
+package final class PendingChangeConcern {
+    /// Whether the last application changed the contents; set by the change.
+    package var concerns = true
+
+    package init() {}
 }

@@ -39,7 +39,8 @@ final class OutboxLoadableDisplay<Change, Contents>: OutboxDisplay<Change> {
     override func add(_ id: String, _ change: Change) {
         guard let loadable else { return }
         let apply = self.apply
-        layers[id] = loadable.addPendingChange { apply(&$0, change) }
+        let concern = PendingChangeConcern()
+        layers[id] = loadable.addPendingChange({ concern.concerns = apply(&$0, change) }, concern: concern)
     }
 
     override func join(_ id: String) {
