@@ -139,7 +139,9 @@ enum OutboxIdentifiers {
         for (index, word) in [high, low].enumerated() {
             for nibble in 0..<16 {
                 let position = index * 16 + nibble
-                if position == 8 || position == 12 || position == 16 || position == 20 { bytes.append(UInt8(ascii: "-")) }
+                if position == 8 || position == 12 || position == 16 || position == 20 {
+                    bytes.append(UInt8(ascii: "-"))
+                }
                 bytes.append(digits[Int((word >> UInt64(60 - nibble * 4)) & 0xF)])
             }
         }

@@ -98,7 +98,9 @@ enum OutboxStorage {
     }
 
     /// The records stored under `key` (none when there is no entry).
-    private static func read(from cache: any LoadableCache, key: String) async -> Result<
+    private static func read(
+        from cache: any LoadableCache, key: String
+    ) async -> Result<
         [OutboxRecord], LoadableCacheError
     > {
         do {
