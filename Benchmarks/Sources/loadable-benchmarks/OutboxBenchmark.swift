@@ -249,42 +249,6 @@ private func runEnqueues(
 
 // MARK: - Main-actor stall
 
-/// Measures the gaps between turns of the main actor: a task on it that reads the clock and
-/// yields, in a loop, as long as it runs. A gap is the time the main actor spent on other work
-/// between two of its turns (or the thread spent off the processor).
-@MainActor
-private final class StallTicker {
-    private(set) var gaps: [Int64] = []
-    private var isRunning = true
-    private var task: Task<Void, Never>?
-
-    init() {
-        gaps.reserveCapacity(1 << 20)
-        task = Task { @MainActor in
-            let clock = ContinuousClock()
-            var last = clock.now
-            while self.isRunning {
-                await Task.yield()
-                let now = clock.now
-                self.gaps.append(Int64((now - last).nanoseconds))
-                last = now
-            }
-        }
-    }
-
-    /// Waits until the ticker has had `count` turns.
-    func waitForTicks(_ count: Int) async {
-        while gaps.count < count { await Task.yield() }
-    }
-
-    /// Stops the ticker and returns the gaps it measured, in nanoseconds.
-    func stop() async -> [Int64] {
-        isRunning = false
-        await task?.value
-        return gaps
-    }
-}
-
 /// What one ticker run measured.
 private struct Stall {
     /// The gaps, in nanoseconds, sorted.
@@ -321,7 +285,7 @@ private func enqueueWithTicker(_ count: Int, _ change: OutboxChange, sends: Coun
     let clock = ContinuousClock()
     var enqueues: [Duration] = []
     enqueues.reserveCapacity(count)
-    let ticker = StallTicker()
+    let ticker = MainActorTicker()
     await ticker.waitForTicks(100)
     let watch = Stopwatch.start()
     for _ in 0..<count {
@@ -345,7 +309,7 @@ private func writeOnMainWithTicker(_ count: Int, bytesPerItem: Int) async -> Sta
     mustSucceed("creating \(scratchDirectory.path)") {
         try FileManager.default.createDirectory(at: scratchDirectory, withIntermediateDirectories: true)
     }
-    let ticker = StallTicker()
+    let ticker = MainActorTicker()
     await ticker.waitForTicks(100)
     let watch = Stopwatch.start()
     for index in 0..<count {
@@ -361,12 +325,7 @@ private func writeOnMainWithTicker(_ count: Int, bytesPerItem: Int) async -> Sta
 /// The ticker alone for `duration`: the gaps the machine makes by itself.
 @MainActor
 private func idleTicker(for duration: Duration) async -> Stall {
-    let ticker = StallTicker()
-    let clock = ContinuousClock()
-    let end = clock.now + duration
-    while clock.now < end { await Task.yield() }
-    let gaps = await ticker.stop()
-    return Stall(gaps: gaps, work: duration)
+    Stall(gaps: await idleTickerGaps(for: duration), work: duration)
 }
 
 @MainActor

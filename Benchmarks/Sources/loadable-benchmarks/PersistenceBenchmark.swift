@@ -425,9 +425,10 @@ private func readFloorFile(_ index: Int, in directory: URL, decoder: JSONDecoder
 
 /// Measures the gaps between turns of the main actor: a task on it that reads the clock and
 /// yields, in a loop, as long as it runs. A gap is the time the main actor spent on other work
-/// between two of its turns (or the thread spent off the processor).
+/// between two of its turns (or the thread spent off the processor). Used by the persistence and
+/// outbox scenarios.
 @MainActor
-private final class MainActorTicker {
+final class MainActorTicker {
     private(set) var gaps: [Int64] = []
     private var isRunning = true
     private var task: Task<Void, Never>?
@@ -597,12 +598,18 @@ private func readOnMainWithTicker(_ values: [Item], in directory: URL) async -> 
 /// The ticker alone for `duration`: the gaps the machine makes by itself.
 @MainActor
 private func idleTicker(for duration: Duration) async -> Stall {
+    Stall(gaps: await idleTickerGaps(for: duration), work: duration)
+}
+
+/// The gaps, in nanoseconds, of a ``MainActorTicker`` that runs alone for `duration`. Used by the
+/// persistence and outbox scenarios.
+@MainActor
+func idleTickerGaps(for duration: Duration) async -> [Int64] {
     let ticker = MainActorTicker()
     let clock = ContinuousClock()
     let end = clock.now + duration
     while clock.now < end { await Task.yield() }
-    let gaps = await ticker.stop()
-    return Stall(gaps: gaps, work: duration)
+    return await ticker.stop()
 }
 
 // MARK: - Eviction

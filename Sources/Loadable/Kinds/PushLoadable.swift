@@ -432,15 +432,8 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// for both), its layer goes silently: the base is not written, nothing is saved or notified.
     /// An unknown `id` does nothing.
     package final func joinPendingChange(_ id: Int) {
-        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
-            return
-        }
-        let layer = changes.layers[index]
-        guard var base = changes.base.take() else {
-            removeLayer(at: index, of: changes)
-            if storedState == .syncing { baseDidChangeDuringSync() }
-            return
-        }
+        guard let (changes, index, layer, taken) = takeBaseToWrite(change: id) else { return }
+        var base = taken
         let changesBase = layer.applied(to: &base)
         changes.base = base
         guard changesBase || layer.changesContents else {
@@ -459,22 +452,31 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         finishChange(endingSync: false)
     }
 
+    /// The pending change `id` (with its index), and the base contents taken out to write it into.
+    /// `nil` for an unknown `id`, and when there are no contents yet: then the change goes, as
+    /// there is nothing to write into, and since a sync running now may have started before the
+    /// server saw the change, one more follows it.
+    private func takeBaseToWrite(
+        change id: Int
+    ) -> (PendingChanges<Contents>, Int, PendingChanges<Contents>.Layer, Contents)? {
+        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
+            return nil
+        }
+        guard let base = changes.base.take() else {
+            removeLayer(at: index, of: changes)
+            if storedState == .syncing { baseDidChangeDuringSync() }
+            return nil
+        }
+        return (changes, index, changes.layers[index], base)
+    }
+
     /// Writes the committed change `id` into the base contents (through `reconcile`, or by
     /// applying the change itself), drops its layer, and notifies once.
     private func commitPendingChange<R>(
         _ id: Int, result: R, reconcile: (@MainActor (inout Contents, R) -> Void)?
     ) {
-        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
-            return
-        }
-        let layer = changes.layers[index]
-        guard var base = changes.base.take() else {
-            // Nothing to write into: the change goes. A sync running now may have started before
-            // the server saw the change: one more follows it.
-            removeLayer(at: index, of: changes)
-            if storedState == .syncing { baseDidChangeDuringSync() }
-            return
-        }
+        guard let (changes, index, layer, taken) = takeBaseToWrite(change: id) else { return }
+        var base = taken
         core.willChange()
         if reconcile == nil, changes.layers.count == 1 {
             // The one pending change, applied the same way: what is shown already is the new base.
