@@ -50,7 +50,9 @@ public import Observation
 /// cache, never sent, not in ``items``, and reported once; a later version that decodes it again
 /// brings it back as failed. A change that cannot be encoded is reported and sent, but does not
 /// survive a relaunch. A save that fails is reported, and the items it carried are sent all the
-/// same (the disk may be full; the server should still get them).
+/// same (the disk may be full; the server should still get them). A stored queue that could not
+/// be read for another reason than its bytes (permissions, too many open files) is reported and
+/// kept: each save adds to it, and the first read that succeeds puts its items back first.
 ///
 /// **Observation.** ``items``, ``pendingCount``, ``isPaused`` and ``isSending`` are observable.
 ///
