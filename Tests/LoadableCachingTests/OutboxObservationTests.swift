@@ -68,10 +68,11 @@ struct OutboxObservationTests {
         let cache = InMemoryLoadableCache()
         var cancelled = false
         weak var released: LoadableOutbox<Append>?
+        let sendClock = ManualClock()
         do {
             let outbox = LoadableOutbox<Append>(cache: cache, clock: ManualClock()) { _, _ in
                 do {
-                    try await Task.sleep(for: .seconds(3600))
+                    try await sendClock.sleep(for: .seconds(3600))
                 } catch {
                     cancelled = true
                     throw error

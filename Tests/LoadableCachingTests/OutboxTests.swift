@@ -313,3 +313,28 @@ extension OutboxTests {
         #expect(server.applied.map(\.word) == ["a", "b"])
     }
 }
+
+extension OutboxTests {
+    @Test("enqueuedAt and the entry's savedAt come from now, and enqueuedAt survives a relaunch")
+    func wallClockFromNow() async {
+        let cache = InMemoryLoadableCache()
+        let date = Locked(Date(timeIntervalSinceReferenceDate: 700_000_000.25))
+        let offline = ActivityMonitor(connectivity: .offline)
+        func launch() -> LoadableOutbox<Append> {
+            LoadableOutbox(cache: cache, activity: offline, clock: ManualClock(), now: { date.withLock { $0 } }) {
+                _, _ in
+            }
+        }
+        var outbox: LoadableOutbox<Append>! = launch()
+        await outbox.restored()
+        outbox.enqueue(Append(word: "a"))
+        #expect(outbox.items.first?.enqueuedAt == Date(timeIntervalSinceReferenceDate: 700_000_000.25))
+        date.withLock { $0 = Date(timeIntervalSinceReferenceDate: 700_000_100) }
+        await outbox.saved()
+        #expect(await cache.load(key: "outbox")?.savedAt == Date(timeIntervalSinceReferenceDate: 700_000_000.25))
+        outbox = nil
+        let relaunched = launch()
+        await relaunched.restored()
+        #expect(relaunched.items.first?.enqueuedAt == Date(timeIntervalSinceReferenceDate: 700_000_000.25))
+    }
+}

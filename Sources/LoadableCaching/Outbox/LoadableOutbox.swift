@@ -1,4 +1,4 @@
-internal import Foundation
+public import Foundation
 public import Loadable
 public import LoadableSyncer
 public import Observation
@@ -99,6 +99,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     public var onError: (@MainActor (any Error) -> Void)?
 
     private let send: @MainActor (Change, _ idempotencyKey: String) async throws -> Void
+    /// The wall-clock time, for `enqueuedAt` and the saved entry's `savedAt`.
+    private let now: @Sendable () -> Date
     private let encoder = JSONEncoder()
     private var storedItems: [OutboxItem<Change>] = []
     /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it, so that a
@@ -154,6 +156,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     ///   - retryPolicy: The delays between retries of a retryable failure; its refresh period is
     ///     not used.
     ///   - clock: The clock retries wait on; tests pass a `ManualClock`.
+    ///   - now: The wall-clock time, for ``OutboxItem/enqueuedAt`` and the saved entry's
+    ///     ``CachedEntry/savedAt``; by default the system's. Tests pass a fixed date.
     ///   - send: Sends one change; throws when it did not reach the server. Pass the idempotency
     ///     key along (as the `Idempotency-Key` header), so that the server applies a change sent
     ///     twice once.
@@ -163,12 +167,14 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         activity: ActivityMonitor = .system,
         retryPolicy: any TimeoutPolicy = BackoffTimeoutPolicy(),
         clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = { Date.now },
         send: @escaping @MainActor (Change, _ idempotencyKey: String) async throws -> Void
     ) {
         self.cache = cache
         self.key = key
         self.activity = activity
         self.send = send
+        self.now = now
         self.clock = ElapsedClock(clock)
         storedIsPaused = !activity.allowsSyncing
         machine = SyncerStateMachine(
@@ -198,7 +204,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     public func enqueue(_ change: Change) -> OutboxItem<Change>.ID {
         let (id, idempotencyKey) = OutboxIdentifiers.pair()
         let item = OutboxItem(
-            id: id, change: change, idempotencyKey: idempotencyKey, enqueuedAt: Date(), attempts: 0, lastError: nil,
+            id: id, change: change, idempotencyKey: idempotencyKey, enqueuedAt: now(), attempts: 0, lastError: nil,
             state: .pending)
         var encoded: Data?
         do {
@@ -531,9 +537,11 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         // outbox goes before its restore finishes). After a read of them failed, each save adds
         // to them too, and hands them over once it can read them.
         let mode: OutboxSaveMode = isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
+        let savedAt = now()
         CacheQueue.enqueueSave(in: cache, key: key) { [weak self] in
             let outcome = await OutboxStorage.save(
-                records.filter { !$0.isUnsaved } + setAside, in: cache, key: key, mode: mode, as: Change.self)
+                records.filter { !$0.isUnsaved } + setAside, savedAt: savedAt, in: cache, key: key, mode: mode,
+                as: Change.self)
             return { [weak self] in self?.saveDidFinish(covering: covered, outcome: outcome) }
         }
     }

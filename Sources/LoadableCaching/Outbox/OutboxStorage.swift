@@ -51,7 +51,7 @@ enum OutboxStorage {
     /// A save that must add to the stored queue and cannot read it writes nothing: the stored
     /// items may be good, and replacing them would lose them.
     static func save<Change: Codable & Sendable>(
-        _ records: [OutboxRecord], in cache: any LoadableCache, key: String, mode: OutboxSaveMode,
+        _ records: [OutboxRecord], savedAt: Date, in cache: any LoadableCache, key: String, mode: OutboxSaveMode,
         as _: Change.Type
     ) async -> OutboxSaveOutcome<Change> {
         var records = records
@@ -74,7 +74,7 @@ enum OutboxStorage {
             if mode == .adoptingStored { outcome.adopted = items(from: others, key: key) }
             records = others + records
         }
-        let entry = CachedEntry(data: OutboxFormat.encode(records), savedAt: Date(), version: OutboxFormat.version)
+        let entry = CachedEntry(data: OutboxFormat.encode(records), savedAt: savedAt, version: OutboxFormat.version)
         do {
             try await cache.save(entry, key: key)
         } catch {
