@@ -1,4 +1,4 @@
-internal import Observation
+package import Observation
 
 /// The one implementation every loadable type is a façade over: state, error, observers, the
 /// Observation registrar and the notification loop.
@@ -549,9 +549,11 @@ private struct ObservationKey: Observable {
     @MainActor static let keyPath: KeyPath<ObservationKey, Void> = \.anyProperty
 }
 
-/// A loadable's Observation registrar, in a box so that it can be created on first use and
-/// checked cheaply (`ObservationRegistrar` is a resilient struct: an optional one is copied through
-/// runtime calls on each use).
+/// An Observation registrar in a box, so that it can be created on first use and checked cheaply
+/// (`ObservationRegistrar` is a resilient struct: an optional one is copied through runtime calls
+/// on each use). Loadables keep theirs in their core; stores and outboxes keep one too.
 package final class ObservationState {
-    let registrar = ObservationRegistrar()
+    package let registrar = ObservationRegistrar()
+
+    package init() {}
 }

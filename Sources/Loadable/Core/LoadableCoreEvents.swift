@@ -82,6 +82,15 @@ extension LoadableCore {
         return nil
     }
 
+    /// Whether a subscriber of exactly `type` is subscribed. Not generic, unlike
+    /// ``subscriber(_:)``: code that runs unspecialized looks up no type metadata to ask.
+    package func hasSubscriber(ofType type: any LoadableCoreSubscriber.Type) -> Bool {
+        guard let extras else { return false }
+        let wanted = ObjectIdentifier(type)
+        if let first = extras.subscribers.first, ObjectIdentifier(Swift.type(of: first)) == wanted { return true }
+        return extras.subscribers.rest.contains { ObjectIdentifier(Swift.type(of: $0)) == wanted }
+    }
+
     /// Tells the subscribers that asked for it of `event`.
     ///
     /// Costs one check of a byte when nobody asked for that kind.

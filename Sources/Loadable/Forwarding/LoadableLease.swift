@@ -1,5 +1,26 @@
 public import Observation
 
+/// Ends a lease's use of `loadable`, counted by `tracker` when there is one; for a lease's
+/// `deinit`, through ``endLeaseUseOnMainActor``.
+@MainActor
+private func endLeaseUse(_ loadable: any SyncableLoadable, _ tracker: (any LoadableLeaseTracker)?) {
+    if let tracker {
+        tracker.leaseDidEnd()
+    } else {
+        loadable.endUseIfCounted()
+    }
+}
+
+/// ``endLeaseUse(_:_:)`` as a function of no isolation, for a lease's `deinit` that has checked
+/// that it runs on the main queue (the main actor): what `MainActor.assumeIsolated` does after
+/// its check, without its closure, which is boxed (an allocation and a runtime check for every
+/// lease let go rather than released). The two function types have the same layout: a global
+/// actor changes where a function may be called, not how.
+private nonisolated(unsafe) let endLeaseUseOnMainActor = unsafeBitCast(
+    endLeaseUse as @MainActor (any SyncableLoadable, (any LoadableLeaseTracker)?) -> Void,
+    to: ((any SyncableLoadable, (any LoadableLeaseTracker)?) -> Void).self
+)
+
 /// A use of a loadable that is itself a loadable: while the lease lives, its ``loadable`` is in
 /// use (`SyncableLoadable.isInUse`).
 ///
@@ -96,10 +117,11 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
 
     deinit {
         // If the lease was not released, end its use, on the main actor: at once on the main
-        // thread (without the allocation of an escaping closure), in a task otherwise.
+        // queue, in a task otherwise. (An isolated `deinit` would cost every lease, released or
+        // not, a trip through the runtime, and needs macOS 15.4 or iOS 18.4.)
         guard isLive else { return }
         if isRunningOnMainQueue() {
-            MainActor.assumeIsolated { Self.endUse(of: storedLoadable.value, tracker: tracker.value) }
+            endLeaseUseOnMainActor(storedLoadable.value, tracker.value)
         } else {
             let loadable = storedLoadable
             let tracker = tracker

@@ -63,26 +63,26 @@ public import Observation
 public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// The items not sent yet, oldest first: pending, sending and failed.
     public var items: [OutboxItem<Change>] {
-        access(\.items)
+        access(OutboxObservationKey.items)
         return storedItems
     }
 
     /// How many items are still to be sent: those pending or sending (failed items wait for the
     /// app). Observed through ``items``.
     public var pendingCount: Int {
-        access(\.items)
+        access(OutboxObservationKey.items)
         return storedItems.count { $0.state != .failed }
     }
 
     /// Whether sending is paused: the ``activity`` monitor says the app is inactive or offline.
     public var isPaused: Bool {
-        access(\.isPaused)
+        access(OutboxObservationKey.isPaused)
         return storedIsPaused
     }
 
     /// Whether a send is running.
     public var isSending: Bool {
-        access(\.isSending)
+        access(OutboxObservationKey.isSending)
         return sending != nil
     }
 
@@ -143,7 +143,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// The loadables the items show on, by identity.
     private var displays: [ObjectIdentifier: OutboxDisplay<Change>] = [:]
     private var displaySweepThreshold = 16
-    private var registrar: ObservationRegistrar?
+    /// Made by the first tracked read, so that an outbox nobody observes pays nothing for it.
+    private var observation: ObservationState?
 
     /// Creates an outbox and starts reading the items kept under `key` in `cache` (off the main
     /// actor); items enqueued before the read finishes go after the ones it finds.
@@ -613,28 +614,39 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     // MARK: - Observation
 
-    private func access<Value>(_ keyPath: KeyPath<LoadableOutbox, Value>) {
-        if registrar == nil { registrar = ObservationRegistrar() }
-        registrar?.access(self, keyPath: keyPath)
+    // The key paths are rooted at a non-generic type (``OutboxObservationKey``) and built once:
+    // a key path literal rooted at this generic class would be built again at every read and
+    // change.
+
+    private func access<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>) {
+        let observation = observation ?? makeObservationState()
+        observation.registrar.access(OutboxObservationKey(), keyPath: keyPath)
     }
 
-    // The key paths are built only when a registrar exists: in a generic class, building one
-    // costs more than the change it names.
+    private func makeObservationState() -> ObservationState {
+        let observation = ObservationState()
+        self.observation = observation
+        return observation
+    }
 
     private func mutateIsPaused(_ body: () -> Void) {
-        guard let registrar else { return body() }
-        registrar.withMutation(of: self, keyPath: \.isPaused, body)
+        mutate(OutboxObservationKey.isPaused, body)
     }
 
     private func mutateIsSending(_ body: () -> Void) {
-        guard let registrar else { return body() }
-        registrar.withMutation(of: self, keyPath: \.isSending, body)
+        mutate(OutboxObservationKey.isSending, body)
     }
 
     /// Changes the items and their records together.
     private func mutateItems(_ body: (inout [OutboxItem<Change>], inout [OutboxRecord]) -> Void) {
-        guard let registrar else { return body(&storedItems, &records) }
-        registrar.withMutation(of: self, keyPath: \.items) { body(&storedItems, &records) }
+        mutate(OutboxObservationKey.items) { body(&storedItems, &records) }
+    }
+
+    private func mutate<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>, _ body: () -> Void) {
+        guard let registrar = observation?.registrar else { return body() }
+        registrar.willSet(OutboxObservationKey(), keyPath: keyPath)
+        body()
+        registrar.didSet(OutboxObservationKey(), keyPath: keyPath)
     }
 
     /// Changes the item `id` and its record, and returns the item as changed; `nil` when it is
@@ -685,4 +697,20 @@ extension LoadableOutbox: ActivityMonitorFollower {
 private struct Sending {
     let id: String
     let task: Task<Void, Never>
+}
+
+/// The properties Observation tracks for every outbox, as key paths rooted at a non-generic type
+/// and built once. Observation never uses the subject instance, only the registrar (each outbox
+/// has its own) and the key path.
+private struct OutboxObservationKey: Observable {
+    var items: Void { () }
+    var isPaused: Void { () }
+    var isSending: Void { () }
+
+    /// `\.items`, built once; ``LoadableOutbox/pendingCount`` is read through it too.
+    @MainActor static let items: KeyPath<OutboxObservationKey, Void> = \.items
+    /// `\.isPaused`, built once.
+    @MainActor static let isPaused: KeyPath<OutboxObservationKey, Void> = \.isPaused
+    /// `\.isSending`, built once.
+    @MainActor static let isSending: KeyPath<OutboxObservationKey, Void> = \.isSending
 }

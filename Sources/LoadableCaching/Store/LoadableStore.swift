@@ -56,9 +56,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     // lookup itself.
     @exclusivity(unchecked) @usableFromInline var entries: [Key: Entry] = [:]
     /// Every entry, in the order they were made.
-    @exclusivity(unchecked) private var ordered = EntryList<Key, Value>(retained: false)
+    @exclusivity(unchecked) private var ordered = EntryList(retained: false)
     /// The entries without leases, least recently released first.
-    @exclusivity(unchecked) private var retained = EntryList<Key, Value>(retained: true)
+    @exclusivity(unchecked) private var retained = EntryList(retained: true)
     /// The one timer of the store: armed for the expiry of the head of ``retained``.
     private var timer = ClockTimer()
     /// When the armed timer fires, on the store's clock; `nil` when not armed.
@@ -75,7 +75,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     private var membership: StoreMembership?
     @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
-    @exclusivity(unchecked) private var registrar: ObservationRegistrar?
+    @exclusivity(unchecked) private var observation: ObservationState?
     /// How entries are persisted, for a store made with a cache.
     private var persistence: StorePersistence<Key, Value>?
 
@@ -142,7 +142,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     /// The number of entries, leased or retained.
     public var count: Int {
-        access(\.count)
+        access(StoreObservationKey.count)
         return entries.count
     }
 
@@ -152,7 +152,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// `TestLoadable`); a type of your own that conforms to `SyncableLoadable` directly is not
     /// counted.
     public var syncingCount: Int {
-        access(\.syncingCount)
+        access(StoreObservationKey.syncingCount)
         return storedSyncingCount
     }
 
@@ -178,12 +178,30 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     ///   (an entry it removes may end the walk early).
     public func invalidate(where matches: (Key) -> Bool) {
         // Collected first: an observer of an invalidated entry may lease, release or remove.
-        invalidate(ordered.entries(where: matches))
+        invalidate(orderedEntries(where: matches))
     }
 
     /// Invalidates every entry (see ``invalidate(where:)``).
     public func invalidateAll() {
-        invalidate(ordered.entries(where: { _ in true }))
+        invalidate(orderedEntries(where: { _ in true }))
+    }
+
+    /// The entries whose key matches, in the order they were made, held strongly: a caller may
+    /// run code that changes the store while it goes through them. `matches` must not change the
+    /// store.
+    private func orderedEntries(where matches: (Key) -> Bool) -> [Entry] {
+        var found: [Entry] = []
+        for node in ordered.allEntries() {
+            let entry = unsafeDowncast(node, to: Entry.self)
+            if matches(entry.key) { found.append(entry) }
+        }
+        return found
+    }
+
+    /// The retained entry released longest ago: the next to expire.
+    private var retainedHead: Entry? {
+        guard let head = retained.head else { return nil }
+        return unsafeDowncast(head, to: Entry.self)
     }
 
     private func invalidate(_ matching: [Entry]) {
@@ -215,7 +233,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// every save asked for before: nothing of the last user is left in it. Await ``flush()`` to
     /// know when that is done.
     public func removeAll() {
-        let all = ordered.entries(where: { _ in true })
+        let all = orderedEntries(where: { _ in true })
         willChangeCount()
         ordered.removeAll()
         retained.removeAll()
@@ -260,7 +278,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         let key = entry.key
         if let owner = entry.owner {
             requireValid(
-                owner.core.subscriber(StoreMembership.self) == nil,
+                !owner.core.hasSubscriber(ofType: StoreMembership.self),
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
             )
             if let membership { owner.core.subscribe(membership) }
@@ -290,7 +308,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         }
         entry.expiresAt = LoadableTime.adding(retentionNanoseconds, to: now)
         retained.append(entry)
-        if let maxRetained, retained.count > maxRetained, let head = retained.head {
+        if let maxRetained, retained.count > maxRetained, let head = retainedHead {
             drop(head)
         }
         armTimer()
@@ -328,9 +346,13 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     }
 
     private func syncingCountDidChange(by delta: Int) {
-        registrar?.willSet(self, keyPath: \.syncingCount)
+        guard let registrar = observation?.registrar else {
+            storedSyncingCount += delta
+            return
+        }
+        registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
         storedSyncingCount += delta
-        registrar?.didSet(self, keyPath: \.syncingCount)
+        registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
     }
 
     // MARK: - Expiry
@@ -356,7 +378,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         let now = now
         // Each drop may run code (a cancelled sync notifies) that leases or releases entries:
         // read the head again every time.
-        while let head = retained.head, head.expiresAt <= now {
+        while let head = retainedHead, head.expiresAt <= now {
             drop(head)
         }
         armTimer()
@@ -364,24 +386,44 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     // MARK: - Observation
 
-    private func access<Member>(_ keyPath: KeyPath<LoadableStore, Member>) {
-        if registrar == nil { registrar = ObservationRegistrar() }
-        registrar?.access(self, keyPath: keyPath)
+    // Observation keeps tracked properties per registrar and key path, so the key paths are
+    // rooted at a non-generic type (``StoreObservationKey``) and built once: a key path literal
+    // rooted at this generic class would be built again at every read and change.
+
+    private func access(_ keyPath: KeyPath<StoreObservationKey, Int>) {
+        let observation = observation ?? makeObservationState()
+        observation.registrar.access(StoreObservationKey(), keyPath: keyPath)
     }
 
-    // A change tells Observation only once something tracked the store: the key paths (of a
-    // generic class, built at every use) are not even made before (optional chaining evaluates
-    // the arguments only when there is a registrar).
+    private func makeObservationState() -> ObservationState {
+        let observation = ObservationState()
+        self.observation = observation
+        return observation
+    }
 
     @usableFromInline
     func willChangeCount() {
-        registrar?.willSet(self, keyPath: \.count)
+        observation?.registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.count)
     }
 
     @usableFromInline
     func didChangeCount() {
-        registrar?.didSet(self, keyPath: \.count)
+        observation?.registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.count)
     }
+}
+
+/// The properties Observation tracks for every store, ``LoadableStore/count`` and
+/// ``LoadableStore/syncingCount``, as key paths rooted at a non-generic type and built once.
+/// Observation never uses the subject instance, only the registrar (each store has its own) and
+/// the key path.
+private struct StoreObservationKey: Observable {
+    var count: Int { 0 }
+    var syncingCount: Int { 0 }
+
+    /// `\.count`, built once.
+    @MainActor static let count: KeyPath<StoreObservationKey, Int> = \.count
+    /// `\.syncingCount`, built once.
+    @MainActor static let syncingCount: KeyPath<StoreObservationKey, Int> = \.syncingCount
 }
 
 extension LoadableStore {

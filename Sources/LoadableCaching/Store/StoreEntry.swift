@@ -8,7 +8,7 @@ package import Loadable
 /// Leases hold their entry strongly; the entry holds its store weakly (a lease may outlive it).
 @MainActor
 @usableFromInline
-final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: LoadableLeaseTracker {
+final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: StoreEntryNode, LoadableLeaseTracker {
     let key: Key
     @usableFromInline let value: Value
     /// The loadable as one of the package's (it counts uses and reports syncing through its
@@ -16,18 +16,8 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Loada
     let owner: (any LoadableCoreOwner)?
     /// The store, while the entry is in it; `nil` once it left (expired, removed, dropped).
     @exclusivity(unchecked) weak var store: LoadableStore<Key, Value>?
-    /// Whether the entry is in its store (its store may be gone while this is still `true`).
-    var isInStore: Bool { orderLinks.isLinked }
-    /// The entry's place in its store's list of all entries, in the order they were made.
-    @exclusivity(unchecked) var orderLinks = EntryLinks<StoreEntry>()
-    /// The entry's place in its store's list of retained entries, while it is retained.
-    @exclusivity(unchecked) var retainedLinks = EntryLinks<StoreEntry>()
     /// Live leases.
     @exclusivity(unchecked) var leaseCount = 0
-    /// Whether the entry is in the store's list of retained entries.
-    var isRetained: Bool { retainedLinks.isLinked }
-    /// When a retained entry expires, in nanoseconds on the store's clock.
-    @exclusivity(unchecked) var expiresAt: Int64 = 0
 
     /// An entry of `store` for `value`, made for `key`.
     @usableFromInline
@@ -36,6 +26,7 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Loada
         self.value = value
         owner = value as? any LoadableCoreOwner
         self.store = store
+        super.init()
     }
 
     /// Whether the loadable is syncing now, read without telling Observation: its state as it reads
@@ -62,12 +53,35 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Loada
     }
 }
 
+/// The part of a store's entry that its lists link: not generic, so that the lists' code is not
+/// either. (The store's own code runs unspecialized, and a generic list called from it would look
+/// up its type's metadata at every call.) The store downcasts what the lists hold to its entry
+/// type: a list holds only that store's entries.
+@MainActor
+@usableFromInline
+class StoreEntryNode {
+    /// The entry's place in its store's list of all entries, in the order they were made.
+    @exclusivity(unchecked) final var orderLinks = EntryLinks()
+    /// The entry's place in its store's list of retained entries, while it is retained.
+    @exclusivity(unchecked) final var retainedLinks = EntryLinks()
+    /// When a retained entry expires, in nanoseconds on the store's clock.
+    @exclusivity(unchecked) final var expiresAt: Int64 = 0
+
+    /// Whether the entry is in its store (its store may be gone while this is still `true`).
+    final var isInStore: Bool { orderLinks.isLinked }
+    /// Whether the entry is in the store's list of retained entries.
+    final var isRetained: Bool { retainedLinks.isLinked }
+
+    @usableFromInline
+    init() {}
+}
+
 /// The links of an entry in one of its store's lists.
-struct EntryLinks<Entry: AnyObject> {
+struct EntryLinks {
     // Unowned: the store's dictionary keeps every entry of its lists alive, and an entry leaves
     // the lists before it leaves the dictionary.
-    unowned(unsafe) var older: Entry?
-    unowned(unsafe) var newer: Entry?
+    unowned(unsafe) var older: StoreEntryNode?
+    unowned(unsafe) var newer: StoreEntryNode?
     var isLinked = false
 }
 
@@ -80,14 +94,12 @@ struct EntryLinks<Entry: AnyObject> {
 /// `maxRetained` drop from its head, and since every entry expires `retention` after its release,
 /// the head always expires first, so one timer, armed for the head, serves the whole list.
 @MainActor
-struct EntryList<Key: Hashable & Sendable, Value: SyncableLoadable> {
-    typealias Entry = StoreEntry<Key, Value>
-
+struct EntryList {
     /// Whether this is the list of retained entries (it uses their `retainedLinks`), rather than
     /// the list of all entries (`orderLinks`).
     private let isRetainedList: Bool
-    private(set) unowned(unsafe) var head: Entry?
-    private unowned(unsafe) var tail: Entry?
+    private(set) unowned(unsafe) var head: StoreEntryNode?
+    private unowned(unsafe) var tail: StoreEntryNode?
     private(set) var count = 0
 
     /// Creates an empty list of retained entries, or of all entries.
@@ -95,19 +107,19 @@ struct EntryList<Key: Hashable & Sendable, Value: SyncableLoadable> {
         isRetainedList = retained
     }
 
-    private func links(of entry: Entry) -> EntryLinks<Entry> {
+    private func links(of entry: StoreEntryNode) -> EntryLinks {
         isRetainedList ? entry.retainedLinks : entry.orderLinks
     }
 
-    private func update(_ entry: Entry, _ body: (inout EntryLinks<Entry>) -> Void) {
+    private func update(_ entry: StoreEntryNode, _ body: (inout EntryLinks) -> Void) {
         if isRetainedList { body(&entry.retainedLinks) } else { body(&entry.orderLinks) }
     }
 
     /// Whether `entry` is in this list.
-    func contains(_ entry: Entry) -> Bool { links(of: entry).isLinked }
+    func contains(_ entry: StoreEntryNode) -> Bool { links(of: entry).isLinked }
 
     /// Adds `entry` at the end (the newest).
-    mutating func append(_ entry: Entry) {
+    mutating func append(_ entry: StoreEntryNode) {
         let tail = tail
         update(entry) { $0 = EntryLinks(older: tail, newer: nil, isLinked: true) }
         if let tail { update(tail) { $0.newer = entry } } else { head = entry }
@@ -116,7 +128,7 @@ struct EntryList<Key: Hashable & Sendable, Value: SyncableLoadable> {
     }
 
     /// Takes `entry` out of the list; does nothing if it is not in it.
-    mutating func remove(_ entry: Entry) {
+    mutating func remove(_ entry: StoreEntryNode) {
         let links = links(of: entry)
         guard links.isLinked else { return }
         if let older = links.older { update(older) { $0.newer = links.newer } } else { head = links.newer }
@@ -125,13 +137,14 @@ struct EntryList<Key: Hashable & Sendable, Value: SyncableLoadable> {
         count -= 1
     }
 
-    /// The entries whose key matches, oldest first, held strongly: a caller may run code that
-    /// changes the list while it goes through them. `matches` must not change the list.
-    func entries(where matches: (Key) -> Bool) -> [Entry] {
-        var entries: [Entry] = []
+    /// The entries, oldest first, held strongly: a caller may run code that changes the list
+    /// while it goes through them.
+    func allEntries() -> [StoreEntryNode] {
+        var entries: [StoreEntryNode] = []
+        entries.reserveCapacity(count)
         var entry = head
         while let current = entry {
-            if matches(current.key) { entries.append(current) }
+            entries.append(current)
             entry = links(of: current).newer
         }
         return entries

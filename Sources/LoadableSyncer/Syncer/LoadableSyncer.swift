@@ -134,7 +134,7 @@ public final class LoadableSyncer: Observable {
     /// for a registrar).
     private weak var coreOwner: (any LoadableCoreOwner)?
     /// The Observation registrar, made by the first read of an observable property.
-    private var observationState: RegistrarBox?
+    private var observationState: ObservationState?
     /// Told when the syncer gives up on a failure (see the package init).
     private let didGiveUp: (@MainActor (any Error) -> Void)?
     /// Whether ``didGiveUp`` was told of the failure the machine gave up on last.
@@ -400,8 +400,8 @@ public final class LoadableSyncer: Observable {
         state.registrar.access(self, keyPath: keyPath)
     }
 
-    private func makeObservationState() -> RegistrarBox {
-        let state = RegistrarBox()
+    private func makeObservationState() -> ObservationState {
+        let state = ObservationState()
         observationState = state
         return state
     }
@@ -415,12 +415,6 @@ public final class LoadableSyncer: Observable {
         registrar.willSet(self, keyPath: \.isWaitingForNetwork)
         registrar.didSet(self, keyPath: \.isWaitingForNetwork)
     }
-}
-
-/// An Observation registrar in a box, so that it can be made on first use and checked cheaply
-/// (`ObservationRegistrar` is a resilient struct: an optional one is copied through runtime calls).
-private final class RegistrarBox {
-    let registrar = ObservationRegistrar()
 }
 
 extension LoadableSyncer: ActivityMonitorFollower {
