@@ -23,7 +23,7 @@ import Observation
 ///   the same K reads outside any scope, on the same instance, taking turns scope by scope; per
 ///   read, so the scope's own fixed cost is shared by the K reads. The floor is the same for a
 ///   plain non-generic `@Observable` final class with one `Int` property, and each type's tracked
-///   read is also compared with the floor's.
+///   read is also compared with the floor's, read in turn with it.
 @MainActor
 func runObservation(_ settings: Settings, into report: inout Report) async {
     await runChangesAfterRead(settings, into: &report)
@@ -424,40 +424,45 @@ private func runTrackedReads(_ settings: Settings, into report: inout Report) as
     let reads = settings.observationReads
     let scopes = settings.observationScopes
     let count = reads * scopes
-    var floor: Double?
     var checksum = 0
     for readCase in readCases {
-        var tracked: ChangeTotals?
-        var untracked: ChangeTotals?
+        let isFloor = readCase.type == floorType
+        // Three sides take turns scope by scope: the tracked reads, the same reads untracked, and
+        // the floor's tracked reads (so that the ratio to the floor is made under the same load).
+        var best: [ChangeTotals?] = [nil, nil, nil]
         for _ in 0..<max(settings.runs, 1) {
             let (keep, loop) = await readCase.make()
+            let counter = ObservedCounter()
+            var loops: [@MainActor (Int) -> Int] = [loop, loop, { readValue(counter, $0) }]
+            if isFloor { loops.removeLast() }
             // The first tracked read makes the registrar: not timed.
             checksum &+= withObservationTracking {
                 loop(1)
             } onChange: {
             }
-            var run = (tracked: ChangeTotals(), untracked: ChangeTotals())
+            var run = Array(repeating: ChangeTotals(), count: loops.count)
             for scope in 0..<scopes {
-                for side in scope.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+                let sides = Array(loops.indices)
+                for side in sides[(scope % sides.count)...] + sides[..<(scope % sides.count)] {
                     let stopwatch = Stopwatch.start()
-                    if side == 0 {
+                    if side == 1 {
+                        checksum &+= loops[side](reads)
+                    } else {
                         // One view body that reads the property `reads` times.
                         checksum &+= withObservationTracking {
-                            loop(reads)
+                            loops[side](reads)
                         } onChange: {
                         }
-                        run.tracked.add(stopwatch.stop())
-                    } else {
-                        checksum &+= loop(reads)
-                        run.untracked.add(stopwatch.stop())
                     }
+                    run[side].add(stopwatch.stop())
                 }
             }
-            if tracked.map({ run.tracked.duration < $0.duration }) ?? true { tracked = run.tracked }
-            if untracked.map({ run.untracked.duration < $0.duration }) ?? true { untracked = run.untracked }
-            withExtendedLifetime(keep) {}
+            for side in run.indices where best[side].map({ run[side].duration < $0.duration }) ?? true {
+                best[side] = run[side]
+            }
+            withExtendedLifetime((keep, counter)) {}
         }
-        guard let tracked, let untracked else { continue }
+        guard let tracked = best[0], let untracked = best[1] else { continue }
         let trackedNanoseconds = tracked.duration.nanoseconds / Double(count)
         let untrackedNanoseconds = untracked.duration.nanoseconds / Double(count)
         let ratio = trackedNanoseconds / untrackedNanoseconds
@@ -467,11 +472,8 @@ private func runTrackedReads(_ settings: Settings, into report: inout Report) as
                 scenario: "observation: tracked read, \(name)", value: trackedNanoseconds, unit: "ns/op",
                 allocationsPerOperation: Double(tracked.allocations) / Double(count),
                 baseline: "untracked read, same instance", baselineValue: untrackedNanoseconds, ratio: ratio))
-        guard let floorNanoseconds = floor else {
-            // The floor itself: the first case.
-            floor = trackedNanoseconds
-            continue
-        }
+        guard let floor = best[2] else { continue }
+        let floorNanoseconds = floor.duration.nanoseconds / Double(count)
         let floorRatio = trackedNanoseconds / floorNanoseconds
         report.add(
             Row(
