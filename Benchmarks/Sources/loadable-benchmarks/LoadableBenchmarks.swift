@@ -32,12 +32,20 @@ struct Settings {
     var outboxChanges = 1_000
     /// Changes enqueued into one outbox while the main-actor ticker runs.
     var outboxStallChanges = 500
+    /// Changes per side and run of each type in the observation scenario (a tenth of them for the
+    /// types whose change takes microseconds).
+    var observationChanges = 100_000
+    /// Reads of a property inside one tracking scope (and outside one) in the observation scenario.
+    var observationReads = 1_000
+    /// Tracking scopes per side and run in the observation scenario.
+    var observationScopes = 100
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
         runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
         groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000, mutations: 50_000,
-        syncerCycles: 50_000, syncerInstances: 30_000, httpRequests: 300)
+        syncerCycles: 50_000, syncerInstances: 30_000, httpRequests: 300, observationChanges: 30_000,
+        observationScopes: 30)
 
     /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
     /// are not the goals'.
@@ -46,7 +54,7 @@ struct Settings {
         waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
         storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000,
         syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20,
-        outboxChanges: 100, outboxStallChanges: 100)
+        outboxChanges: 100, outboxStallChanges: 100, observationChanges: 2_000, observationScopes: 5)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -56,7 +64,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
-        "http", "http-send", "outbox",
+        "http", "http-send", "outbox", "observation",
     ]
 
     static func main() async throws {
@@ -115,6 +123,7 @@ struct LoadableBenchmarks {
         if wants("http") { await runHTTP(settings, into: &report) }
         if wants("http-send") { await runHTTPSend(settings, into: &report) }
         if wants("outbox") { await runOutbox(settings, into: &report) }
+        if wants("observation") { await runObservation(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
