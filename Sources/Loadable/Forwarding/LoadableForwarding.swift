@@ -24,6 +24,11 @@ package protocol LoadableForwarding: LoadableCoreOwner {
     /// Called at every change of ``followed``: by default ``announceChange(_:)``. Types that
     /// derive values from it update them in between.
     func followedDidNotify()
+    /// Whether ``followed`` is the same loadable for this one's whole life (a lease): its
+    /// forwarded getters then tell Observation of a read of ``followed`` only, whose registrar is
+    /// told of every change they show. `false` (the default): of this loadable's own too, which a
+    /// change of ``followed`` is told to.
+    static var followedNeverChanges: Bool { get }
 }
 
 /// A ``LoadableForwarding`` loadable that follows what it stands for as an immediate observer of
@@ -49,6 +54,15 @@ package protocol LoadableFollowing: LoadableForwarding {
 
 extension LoadableForwarding {
     package func followedDidNotify() { announceChange() }
+
+    package static var followedNeverChanges: Bool { false }
+
+    /// Tells Observation of a read of this loadable's own state, unless ``followed`` never
+    /// changes and there is one (whose tracked getter the forwarded getters read).
+    private func trackForwardedAccess() {
+        if Self.followedNeverChanges, followed != nil { return }
+        core.trackAccess()
+    }
 
     /// Tells Observation and the observers that this loadable changed, running `update` (values
     /// derived from ``followed``) after Observation's `willSet` and before the observers.
@@ -111,19 +125,19 @@ extension LoadableForwarding {
 
     /// ``followed``'s state, read for a public getter (tracked); this loadable's own without it.
     package var forwardedState: LoadableState {
-        core.trackAccess()
+        trackForwardedAccess()
         return followed?.loadableState ?? core.state
     }
 
     /// ``followed``'s error, read for a public getter; `nil` without it.
     package var forwardedError: (any Error)? {
-        core.trackAccess()
+        trackForwardedAccess()
         return followed?.error
     }
 
     /// ``followed``'s availability, read for a public getter; `false` without it.
     package var forwardedIsContentsAvailable: Bool {
-        core.trackAccess()
+        trackForwardedAccess()
         return followed?.isContentsAvailable ?? false
     }
 
@@ -153,7 +167,7 @@ extension LoadableForwarding {
 extension LoadableForwarding where Followed: ContentsLoadable {
     /// ``followed``'s contents, read for a public getter; `nil` without it.
     package var forwardedContents: Followed.Contents? {
-        core.trackAccess()
+        trackForwardedAccess()
         return followed?.contents
     }
 }

@@ -190,6 +190,10 @@ extension LoadableLease: LoadableFollowing {
     /// itself (a group or proxy in use that has the lease as a member or target) is one more use
     /// of the loadable (``LoadableForwarding``'s default).
     package static var followsOnlyWhileObserved: Bool { true }
+
+    /// The lease stands for one loadable for its whole life: a read of it tells Observation of a
+    /// read of the loadable only (the lease makes no registrar of its own for it).
+    package static var followedNeverChanges: Bool { true }
 }
 
 extension LoadableLease: ContentsLoadable where Value: ContentsLoadable {
