@@ -20,7 +20,7 @@ struct Exchange<Contents: Sendable>: Sendable {
     let transport: any HTTPTransport
     let maxBodySize: Int
     /// Whether the request carries validators, so that a 304 is an answer and not an error.
-    let isConditional: Bool
+    var isConditional: Bool
     /// Whether a 2xx's `ETag` and `Last-Modified` are read (a loadable keeps them; a send does not).
     let readsValidators: Bool
     /// Makes the contents of a 2xx answer, off the main actor.

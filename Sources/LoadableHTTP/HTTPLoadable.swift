@@ -123,6 +123,16 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     /// The validators of the contents: from the last 2xx (or 304) whose result was kept.
     var validators = Validators()
 
+    /// ``request`` as every sync sends it, made once: `URLRequest` copies its whole storage at
+    /// each change.
+    private let plainRequest: URLRequest
+    /// Whether ``request`` carries a validator of its own.
+    private let requestIsConditional: Bool
+    /// The last request made with validators, and the validators it was made with.
+    private var conditionalRequest: (validators: Validators, request: URLRequest)?
+    /// The transfer and decode of a sync, made once; each sync sets whether it is conditional.
+    private let exchange: Exchange<Contents>
+
     init(
         request: URLRequest,
         transport: any HTTPTransport,
@@ -135,23 +145,21 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         self.decoder = decoder
         self.maxBodySize = maxBodySize
         self.authorization = authorization
+        var plainRequest = request
+        plainRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        self.plainRequest = plainRequest
+        requestIsConditional = Validators.isConditional(request)
+        exchange = Exchange(transport: transport, decoder: decoder, maxBodySize: maxBodySize, isConditional: false)
     }
 
     /// One sync: sends the request (with a retry after a 401) and reads the answer.
     func load() async throws -> Contents {
-        var request = request
-        request.cachePolicy = .reloadIgnoringLocalCacheData
         // Untracked: a sync is not a read by a view, and must not give the loadable a registrar.
         let hasContents = loadable?.statusUntrackedWherePossible.isContentsAvailable == true
-        if hasContents { validators.apply(to: &request) }
+        var exchange = exchange
         // A 304 confirms the contents whoever set the validators: the loadable, or the request itself.
-        let isConditional = hasContents && Validators.isConditional(request)
-        let exchange = Exchange<Contents>(
-            transport: transport,
-            decoder: decoder,
-            maxBodySize: maxBodySize,
-            isConditional: isConditional
-        )
+        exchange.isConditional = hasContents && (requestIsConditional || !validators.isEmpty)
+        let request = hasContents ? requestWithValidators() : plainRequest
         let outcome = try await exchange.run(request, authorization: authorization)
         // The answer counts only if the sync it belongs to is still the current one: otherwise
         // the loadable drops it, and its validators must go with it.
@@ -162,12 +170,27 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
             return contents
         case .notModified(let newValidators):
             if isCurrent { validators.update(with: newValidators) }
-            throw ContentsConfirmed(fallback: HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data()))
+            throw notModifiedConfirmation
         case .unauthorized(let rejection):
             throw rejection
         }
     }
+
+    /// The request with the validators applied, made again only when they changed.
+    private func requestWithValidators() -> URLRequest {
+        guard !validators.isEmpty else { return plainRequest }
+        if let conditionalRequest, conditionalRequest.validators == validators { return conditionalRequest.request }
+        var request = plainRequest
+        validators.apply(to: &request)
+        conditionalRequest = (validators, request)
+        return request
+    }
 }
+
+/// What a 304 throws: the contents are confirmed. Made once, so that a revalidation allocates no
+/// error.
+private let notModifiedConfirmation: any Error = ContentsConfirmed(
+    fallback: HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data()))
 
 /// The `ETag` and `Last-Modified` of a response.
 struct Validators: Sendable, Equatable {
@@ -181,6 +204,9 @@ struct Validators: Sendable, Equatable {
     }
 
     init() {}
+
+    /// Whether there is neither an `ETag` nor a `Last-Modified`.
+    var isEmpty: Bool { entityTag == nil && lastModified == nil }
 
     /// Adds `If-None-Match` and `If-Modified-Since` to `request`, each only if the request does not
     /// set it already.

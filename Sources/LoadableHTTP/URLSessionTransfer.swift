@@ -98,6 +98,8 @@
             /// came).
             var task: URLSessionTask?
             var response: HTTPURLResponse?
+            /// The response's `Content-Length`, or 0 when it has none.
+            var expectedLength = 0
             var body = Data()
         }
 
@@ -153,9 +155,7 @@
             state.withLock { state in
                 guard !state.isDecided else { return }
                 state.response = response as? HTTPURLResponse
-                if response.expectedContentLength > 0 {
-                    state.body.reserveCapacity(Int(response.expectedContentLength))
-                }
+                state.expectedLength = max(Int(response.expectedContentLength), 0)
             }
             return true
         }
@@ -166,7 +166,14 @@
             let isOverLimit = state.withLock { state -> Bool in
                 guard !state.isDecided else { return false }
                 guard state.body.count + data.count <= maxBodySize else { return true }
-                state.body.append(data)
+                if state.body.isEmpty, data.count >= state.expectedLength, data.startIndex == 0 {
+                    // The whole body in one piece (the usual small answer): kept as it came, uncopied;
+                    // a later piece copies it once.
+                    state.body = data
+                } else {
+                    if state.body.isEmpty { state.body.reserveCapacity(state.expectedLength) }
+                    state.body.append(data)
+                }
                 return false
             }
             if isOverLimit { decide(.failure(HTTPLoadableError.tooLarge(maxBodySize: maxBodySize))) }

@@ -164,6 +164,28 @@ import Testing
         await server.waitUntilNoConnectionIsHeld()
     }
 
+    @Test(
+        "a body that arrives in several pieces comes whole, and one at the limit is kept",
+        arguments: [true, false]
+    )
+    func aBodyInSeveralPiecesComesWhole(contentLength: Bool) async throws {
+        // 1 MB in pieces of 256 KB: the transport keeps the first piece as it came and appends the others.
+        let byteCount = 1 << 20
+        let server = try LoopbackHTTPServer { _ in .stream(byteCount: byteCount, contentLength: contentLength) }
+        let (response, body) = try await session.send(URLRequest(url: server.url("/body")), maxBodySize: byteCount)
+        #expect(response.statusCode == 200)
+        #expect(body.count == byteCount)
+        #expect(body.startIndex == 0)
+        #expect(body.allSatisfy { $0 == 0 })
+        let error = await #expect(throws: HTTPLoadableError.self) {
+            _ = try await self.session.send(URLRequest(url: server.url("/body")), maxBodySize: byteCount - 1)
+        }
+        guard case .tooLarge(byteCount - 1)? = error else {
+            Issue.record("expected .tooLarge, got \(String(describing: error))")
+            return
+        }
+    }
+
     @Test func cancelSyncDuringAResponseHeldOpen() async throws {
         let server = try LoopbackHTTPServer { request in
             request.path == "/hold" ? .hold : .json(#"{"items":[1]}"#)

@@ -28,6 +28,10 @@ struct Settings {
     var httpRequests = 1_000
     /// GETs per side before the HTTP scenario's rounds.
     var httpWarmUpRequests = 100
+    /// GETs per side and round answered by a scripted transport, without a socket.
+    var httpOverheadRequests = 20_000
+    /// Whether the `http-overhead` scenario runs every job on the main queue (for valgrind).
+    var runsOnMainQueueOnly = false
     /// Changes of 200 B enqueued and saved per side and run of the outbox scenario.
     var outboxChanges = 1_000
     /// Changes enqueued into one outbox while the main-actor ticker runs.
@@ -44,8 +48,8 @@ struct Settings {
     static let quick = Settings(
         runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
         groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000, mutations: 50_000,
-        syncerCycles: 50_000, syncerInstances: 30_000, httpRequests: 300, observationChanges: 30_000,
-        observationScopes: 30)
+        syncerCycles: 50_000, syncerInstances: 30_000, httpRequests: 300, httpOverheadRequests: 5_000,
+        observationChanges: 30_000, observationScopes: 30)
 
     /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
     /// are not the goals'.
@@ -54,7 +58,8 @@ struct Settings {
         waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
         storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000,
         syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20,
-        outboxChanges: 100, outboxStallChanges: 100, observationChanges: 2_000, observationScopes: 5)
+        httpOverheadRequests: 2_000, runsOnMainQueueOnly: true, outboxChanges: 100, outboxStallChanges: 100,
+        observationChanges: 2_000, observationScopes: 5)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -64,7 +69,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
-        "http", "http-send", "outbox", "observation",
+        "http", "http-overhead", "http-send", "outbox", "observation",
     ]
 
     static func main() async throws {
@@ -99,6 +104,8 @@ struct LoadableBenchmarks {
             exit(2)
         }
         let settings = profile ? Settings.profile : quick ? Settings.quick : Settings()
+        // Under valgrind, the runtime's own drain of the main queue crashes it (see the function).
+        if profile { drainMainQueueOnMainThread() }
         var report = Report(quick: quick)
         #if DEBUG
             print("warning: a debug build; measure with -c release")
@@ -121,6 +128,7 @@ struct LoadableBenchmarks {
         if wants("mutation") { await runMutation(settings, into: &report) }
         if wants("syncer") { await runSyncer(settings, into: &report) }
         if wants("http") { await runHTTP(settings, into: &report) }
+        if wants("http-overhead") { await runHTTPOverhead(settings, into: &report) }
         if wants("http-send") { await runHTTPSend(settings, into: &report) }
         if wants("outbox") { await runOutbox(settings, into: &report) }
         if wants("observation") { await runObservation(settings, into: &report) }

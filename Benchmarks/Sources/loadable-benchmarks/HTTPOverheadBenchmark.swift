@@ -1,0 +1,255 @@
+import Foundation
+import Loadable
+import LoadableHTTP
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What ``HTTPLoadable`` adds over its transport: GETs answered at once, in the process, by a
+/// transport that returns a canned 200 and the 2 KB JSON body of the `http` scenario.
+///
+/// No socket and no URLSession: what is timed is the loadable's own work (the request it builds,
+/// the task of each sync, the hop off the main actor and back, the status rules, the validators)
+/// and the decode, against the same transport called directly from the main actor and the same
+/// decode. Each round, the sides take turns in chunks of a tenth of the requests (the order
+/// alternates between chunks):
+/// - direct: `settings.httpOverheadRequests` times `transport.send(_:maxBodySize:)`, status
+///   checked, body decoded with one `JSONDecoder`;
+/// - loadable 200: a new `HTTPLoadable` on the same request and transport (made before the clock
+///   starts), as many times `sync()` + `doneSyncing()`;
+/// - loadable 304: a loadable on a transport that answers a 304 once the request carries
+///   `If-None-Match` (one untimed 200 gives the loadable its `ETag`), as many syncs, for context.
+///
+/// With `--profile`, jobs that would run on the runtime's global executor run on the main queue
+/// instead (``withJobsOnMainQueue(_:)``), so that no worker thread starts and valgrind can count the
+/// instructions; both sides take the same hops.
+@MainActor
+func runHTTPOverhead(_ settings: Settings, into report: inout Report) async {
+    if settings.runsOnMainQueueOnly {
+        await withJobsOnMainQueue { await measureHTTPOverhead(settings, into: &report) }
+    } else {
+        await measureHTTPOverhead(settings, into: &report)
+    }
+}
+
+@MainActor
+private func measureHTTPOverhead(_ settings: Settings, into report: inout Report) async {
+    // Each round interleaves the sides in chunks of a tenth of the requests; under valgrind, where
+    // the load does not matter, each side runs in one piece (see Performance.md for the recipe).
+    let chunk =
+        settings.runsOnMainQueueOnly ? settings.httpOverheadRequests : max(settings.httpOverheadRequests / 10, 1)
+    let count = (settings.httpOverheadRequests / chunk) * chunk
+    let runs = max(settings.runs, 1)
+    let url = URL(string: "http://127.0.0.1/full-no-etag")!
+    let request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: 10)
+    let transport = CannedTransport(url: url)
+    let maxBodySize = 10 * 1_024 * 1_024
+
+    func direct(_ requests: Int) async -> Sample {
+        let decoder = JSONDecoder()
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                let (response, data) = try await transport.send(request, maxBodySize: maxBodySize)
+                guard response.statusCode == 200 else { failOverhead("direct: got \(response.statusCode)") }
+                blackHole(try decoder.decode(HTTPPayload.self, from: data))
+            } catch {
+                failOverhead("direct: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+
+    func syncs(_ loadable: HTTPLoadable<HTTPPayload>, _ requests: Int) async -> Sample {
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            loadable.sync()
+            do {
+                try await loadable.doneSyncing()
+            } catch {
+                failOverhead("waiting for a sync failed: \(error)")
+            }
+            guard loadable.loadableState == .didSyncSuccessfully else {
+                failOverhead("a sync ended \(loadable.loadableState): \(String(describing: loadable.error))")
+            }
+        }
+        let sample = stopwatch.stop()
+        guard loadable.contents?.products.count == HTTPPayload.productCount else {
+            failOverhead("the loadable's contents are not the payload")
+        }
+        return sample
+    }
+
+    func loadable200(_ requests: Int) async -> Sample {
+        await syncs(HTTPLoadable<HTTPPayload>(request: request, transport: transport), requests)
+    }
+
+    func loadable304(_ requests: Int) async -> Sample {
+        let loadable = HTTPLoadable<HTTPPayload>(request: request, transport: transport.revalidating)
+        _ = await syncs(loadable, 1)
+        return await syncs(loadable, requests)
+    }
+
+    let warmUp = chunk
+    _ = await direct(warmUp)
+    _ = await loadable200(warmUp)
+    _ = await loadable304(warmUp)
+
+    var directSamples: [Sample] = []
+    var loadable200Samples: [Sample] = []
+    var loadable304Samples: [Sample] = []
+    func add(_ sample: Sample, to samples: inout [Sample], round: Int) {
+        if samples.count == round { samples.append(Sample(duration: .zero, allocations: 0)) }
+        samples[round].duration += sample.duration
+        samples[round].allocations += sample.allocations
+    }
+    // The sides take turns going first in each chunk, so that a busy moment of the machine slows
+    // each side alike.
+    for round in 0..<runs {
+        for part in 0..<(count / chunk) {
+            if part.isMultiple(of: 2) {
+                add(await direct(chunk), to: &directSamples, round: round)
+                add(await loadable200(chunk), to: &loadable200Samples, round: round)
+                add(await loadable304(chunk), to: &loadable304Samples, round: round)
+            } else {
+                add(await loadable304(chunk), to: &loadable304Samples, round: round)
+                add(await loadable200(chunk), to: &loadable200Samples, round: round)
+                add(await direct(chunk), to: &directSamples, round: round)
+            }
+        }
+    }
+
+    func fastest(_ samples: [Sample]) -> Sample { samples.min { $0.duration < $1.duration }! }
+    func median(_ samples: [Sample]) -> Sample { samples.sorted { $0.duration < $1.duration }[samples.count / 2] }
+    func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
+
+    print(
+        "http-overhead: \(count.formatted) GETs of \(HTTPPayload.body.count.formatted) B JSON per side and round, "
+            + "\(runs) rounds, scripted transport (no socket)")
+    for (kind, pick) in [("best", fastest), ("median", median)] as [(String, ([Sample]) -> Sample)] {
+        let directSample = pick(directSamples)
+        let loadableSample = pick(loadable200Samples)
+        report.add(
+            Row(
+                scenario: "http-overhead: transport called directly + decode, \(kind)",
+                value: microseconds(directSample), unit: "µs/req",
+                allocationsPerOperation: directSample.allocations(per: count)))
+        report.add(
+            Row(
+                scenario: "http-overhead: HTTPLoadable 200 + decode, \(kind)", value: microseconds(loadableSample),
+                unit: "µs/req", allocationsPerOperation: loadableSample.allocations(per: count),
+                baseline: "transport directly + decode, \(kind)", baselineValue: microseconds(directSample),
+                ratio: microseconds(loadableSample) / microseconds(directSample)))
+        report.add(
+            Row(
+                scenario: "http-overhead: HTTPLoadable 304, \(kind)", value: microseconds(pick(loadable304Samples)),
+                unit: "µs/req", allocationsPerOperation: pick(loadable304Samples).allocations(per: count),
+                baseline: "HTTPLoadable 200 + decode, \(kind)", baselineValue: microseconds(loadableSample),
+                ratio: microseconds(pick(loadable304Samples)) / microseconds(loadableSample)))
+    }
+
+    // The added time: per round (the two sides ran next to each other), then the median of those.
+    let added = zip(loadable200Samples, directSamples).map { microseconds($0) - microseconds($1) }.sorted()
+    let addedAllocations = zip(loadable200Samples, directSamples)
+        .map { $0.allocations(per: count) - $1.allocations(per: count) }.sorted()
+    let addedMedian = added[added.count / 2]
+    let allocationsMedian = addedAllocations[addedAllocations.count / 2]
+    report.add(
+        Goal(
+            name: "http-overhead: what HTTPLoadable adds per GET over its transport (scripted, in process)",
+            target: "<= 20 µs and <= 15 allocations",
+            measured: String(
+                format: "%.1f µs (median of %d rounds; rounds %.1f–%.1f µs), %.1f allocations (%.1f–%.1f)",
+                addedMedian, runs, added.first!, added.last!, allocationsMedian, addedAllocations.first!,
+                addedAllocations.last!),
+            holds: addedMedian <= 20 && allocationsMedian <= 15))
+}
+
+/// A transport that answers every request at once with a canned 200 and ``HTTPPayload/body``; its
+/// ``revalidating`` twin answers a 304 to a request that carries `If-None-Match`.
+private struct CannedTransport: HTTPTransport {
+    let ok: HTTPURLResponse
+    let notModified: HTTPURLResponse?
+
+    init(url: URL) {
+        ok = HTTPURLResponse(
+            url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+            headerFields: ["Content-Type": "application/json", "Content-Length": "\(HTTPPayload.body.count)"])!
+        notModified = nil
+    }
+
+    private init(ok: HTTPURLResponse, notModified: HTTPURLResponse) {
+        self.ok = ok
+        self.notModified = notModified
+    }
+
+    /// The same answers with an `ETag`, and a 304 to a request that carries `If-None-Match`.
+    var revalidating: CannedTransport {
+        let url = ok.url!
+        let etag = ["ETag": HTTPPayload.entityTag]
+        return CannedTransport(
+            ok: HTTPURLResponse(
+                url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                headerFields: etag.merging(["Content-Type": "application/json"]) { $1 })!,
+            notModified: HTTPURLResponse(url: url, statusCode: 304, httpVersion: "HTTP/1.1", headerFields: etag)!)
+    }
+
+    func send(_ request: URLRequest, maxBodySize: Int) async throws -> (HTTPURLResponse, Data) {
+        if let notModified, request.value(forHTTPHeaderField: "If-None-Match") != nil { return (notModified, Data()) }
+        return (ok, HTTPPayload.body)
+    }
+}
+
+/// Stops the benchmark: a failed request makes every figure meaningless.
+private func failOverhead(_ message: String) -> Never {
+    print("http-overhead benchmark: \(message)")
+    fflush(nil)
+    exit(1)
+}
+
+/// The runtime's `swift_task_enqueueMainExecutor`, looked up once; `nil` if it cannot be found.
+private let enqueueOnMainExecutor: (@convention(c) (UnsafeMutableRawPointer?) -> Void)? = {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueMainExecutor") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self)
+}()
+
+/// The runtime's `swift_task_enqueueGlobal_hook`: a function that takes the jobs meant for the
+/// global executor; `nil` (the default) lets the runtime enqueue them itself.
+private typealias EnqueueGlobalHook = @convention(c) (UnsafeMutableRawPointer?, UnsafeRawPointer?) -> Void
+
+/// Runs `body` with the jobs meant for the runtime's global executor sent to the main queue, so
+/// that the process never starts the runtime's worker threads (valgrind crashes when they start).
+/// Through the runtime's `swift_task_enqueueGlobal_hook`; a job taking the hook runs as if on the
+/// main actor, so a hop back to the main actor after it is not a hop. If the runtime's symbols
+/// cannot be found, `body` runs as usual and a line says so.
+@MainActor
+private func withJobsOnMainQueue<Result>(_ body: () async -> Result) async -> Result {
+    guard enqueueOnMainExecutor != nil, let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook")
+    else {
+        print("http-overhead: cannot keep the jobs on the main queue; the runtime's worker threads will start")
+        return await body()
+    }
+    let hook = symbol.assumingMemoryBound(to: EnqueueGlobalHook?.self)
+    let previous = hook.pointee
+    // Both functions take pointers only, which the Swift and C conventions pass alike.
+    hook.pointee = { job, _ in enqueueOnMainExecutor?(job) }
+    defer { hook.pointee = previous }
+    return await body()
+}
+
+/// Makes the main thread run the main queue itself, through Foundation's run loop, once `main()`
+/// first suspends, instead of the runtime's `dispatch_main()`: that parks the main thread in a
+/// `sigsuspend` whose signal mask is read-only, and valgrind 3.19, which writes to that mask,
+/// crashes there. For `--profile`; through the runtime's `swift_task_asyncMainDrainQueue_hook`.
+/// Call it before the first suspension. Returns whether it could.
+@discardableResult
+func drainMainQueueOnMainThread() -> Bool {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_asyncMainDrainQueue_hook") else { return false }
+    // Takes the runtime's own drain and a compatibility override; both are left alone.
+    typealias DrainHook = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?) -> Void
+    symbol.assumingMemoryBound(to: DrainHook?.self).pointee = { _, _ in
+        while true { _ = RunLoop.main.run(mode: .default, before: .distantFuture) }
+    }
+    return true
+}
