@@ -184,46 +184,25 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
     _ = await largeLoadable200(max(warmUp / 10, 1))
     _ = await revalidations(of: largeRevalidatedURL, max(warmUp / 10, 1), products: HTTPPayload.largeProductCount)
 
-    var bare200: [Sample] = []
-    var loadable200Samples: [Sample] = []
-    var loadable304Samples: [Sample] = []
-    var bare304: [Sample] = []
-    var transport200: [Sample] = []
     var large200: [Sample] = []
     var large304: [Sample] = []
-    func largeRows() async {
-        large200.append(await largeLoadable200(largeCount))
-        large304.append(
-            await revalidations(of: largeRevalidatedURL, largeCount, products: HTTPPayload.largeProductCount))
-    }
-    func add(_ sample: Sample, to samples: inout [Sample], round: Int) {
-        if samples.count == round { samples.append(Sample(duration: .zero, allocations: 0)) }
-        samples[round].duration += sample.duration
-        samples[round].allocations += sample.allocations
-    }
-    for round in 0..<runs {
-        // The 2 KB sides take turns in chunks of a tenth of the requests, the order alternating
-        // between chunks, so that a busy moment of the machine slows each alike.
-        for part in 0..<(count / chunk) {
-            if part.isMultiple(of: 2) {
-                add(await bare(fullRequest, status: 200, chunk), to: &bare200, round: round)
-                add(await loadable200(chunk), to: &loadable200Samples, round: round)
-                add(await loadable304(chunk), to: &loadable304Samples, round: round)
-                add(await bare(conditionalRequest, status: 304, chunk), to: &bare304, round: round)
-                add(await transport(fullRequest, chunk), to: &transport200, round: round)
-            } else {
-                add(await transport(fullRequest, chunk), to: &transport200, round: round)
-                add(await bare(conditionalRequest, status: 304, chunk), to: &bare304, round: round)
-                add(await loadable304(chunk), to: &loadable304Samples, round: round)
-                add(await loadable200(chunk), to: &loadable200Samples, round: round)
-                add(await bare(fullRequest, status: 200, chunk), to: &bare200, round: round)
-            }
-        }
-        await largeRows()
-    }
+    // The 2 KB sides take turns in chunks of a tenth of the requests, the order alternating
+    // between chunks, so that a busy moment of the machine slows each alike; the 50 KB rows run
+    // after each round.
+    let rounds = await interleavedRounds(
+        runs: runs, count: count, chunk: chunk,
+        sides: [
+            { await bare(fullRequest, status: 200, $0) }, loadable200, loadable304,
+            { await bare(conditionalRequest, status: 304, $0) }, { await transport(fullRequest, $0) },
+        ],
+        afterRound: {
+            large200.append(await largeLoadable200(largeCount))
+            large304.append(
+                await revalidations(of: largeRevalidatedURL, largeCount, products: HTTPPayload.largeProductCount))
+        })
+    let (bare200, loadable200Samples, loadable304Samples, bare304, transport200) =
+        (rounds[0], rounds[1], rounds[2], rounds[3], rounds[4])
 
-    func fastest(_ samples: [Sample]) -> Sample { samples.min { $0.duration < $1.duration }! }
-    func median(_ samples: [Sample]) -> Sample { samples.sorted { $0.duration < $1.duration }[samples.count / 2] }
     func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
     func largeMicroseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: largeCount) / 1e3 }
 

@@ -96,32 +96,10 @@ private func measureHTTPOverhead(_ settings: Settings, into report: inout Report
     _ = await loadable200(warmUp)
     _ = await loadable304(warmUp)
 
-    var directSamples: [Sample] = []
-    var loadable200Samples: [Sample] = []
-    var loadable304Samples: [Sample] = []
-    func add(_ sample: Sample, to samples: inout [Sample], round: Int) {
-        if samples.count == round { samples.append(Sample(duration: .zero, allocations: 0)) }
-        samples[round].duration += sample.duration
-        samples[round].allocations += sample.allocations
-    }
-    // The sides take turns going first in each chunk, so that a busy moment of the machine slows
-    // each side alike.
-    for round in 0..<runs {
-        for part in 0..<(count / chunk) {
-            if part.isMultiple(of: 2) {
-                add(await direct(chunk), to: &directSamples, round: round)
-                add(await loadable200(chunk), to: &loadable200Samples, round: round)
-                add(await loadable304(chunk), to: &loadable304Samples, round: round)
-            } else {
-                add(await loadable304(chunk), to: &loadable304Samples, round: round)
-                add(await loadable200(chunk), to: &loadable200Samples, round: round)
-                add(await direct(chunk), to: &directSamples, round: round)
-            }
-        }
-    }
+    let rounds = await interleavedRounds(
+        runs: runs, count: count, chunk: chunk, sides: [direct, loadable200, loadable304])
+    let (directSamples, loadable200Samples, loadable304Samples) = (rounds[0], rounds[1], rounds[2])
 
-    func fastest(_ samples: [Sample]) -> Sample { samples.min { $0.duration < $1.duration }! }
-    func median(_ samples: [Sample]) -> Sample { samples.sorted { $0.duration < $1.duration }[samples.count / 2] }
     func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
 
     print(

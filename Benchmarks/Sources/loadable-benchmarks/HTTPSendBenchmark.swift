@@ -112,32 +112,10 @@ func runHTTPSend(_ settings: Settings, into report: inout Report) async {
     _ = await throughService(warmUp)
     _ = await dataForRequest(warmUp)
 
-    var hand: [Sample] = []
-    var serviceSamples: [Sample] = []
-    var dataFor: [Sample] = []
-    // The sides take turns going first in each chunk, so that a busy moment of the machine slows
-    // each side alike.
-    func add(_ sample: Sample, to samples: inout [Sample], round: Int) {
-        if samples.count == round { samples.append(Sample(duration: .zero, allocations: 0)) }
-        samples[round].duration += sample.duration
-        samples[round].allocations += sample.allocations
-    }
-    for round in 0..<runs {
-        for part in 0..<(count / chunk) {
-            if part.isMultiple(of: 2) {
-                add(await byHand(chunk), to: &hand, round: round)
-                add(await throughService(chunk), to: &serviceSamples, round: round)
-                add(await dataForRequest(chunk), to: &dataFor, round: round)
-            } else {
-                add(await dataForRequest(chunk), to: &dataFor, round: round)
-                add(await throughService(chunk), to: &serviceSamples, round: round)
-                add(await byHand(chunk), to: &hand, round: round)
-            }
-        }
-    }
+    let rounds = await interleavedRounds(
+        runs: runs, count: count, chunk: chunk, sides: [byHand, throughService, dataForRequest])
+    let (hand, serviceSamples, dataFor) = (rounds[0], rounds[1], rounds[2])
 
-    func fastest(_ samples: [Sample]) -> Sample { samples.min { $0.duration < $1.duration }! }
-    func median(_ samples: [Sample]) -> Sample { samples.sorted { $0.duration < $1.duration }[samples.count / 2] }
     func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
     func medianAllocations(_ samples: [Sample]) -> Double {
         samples.map { $0.allocations(per: count) }.sorted()[samples.count / 2]

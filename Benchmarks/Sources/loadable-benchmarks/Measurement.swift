@@ -99,3 +99,35 @@ extension Duration {
         return Double(seconds) * 1e9 + Double(attoseconds) / 1e9
     }
 }
+
+/// The fastest of `samples`.
+func fastest(_ samples: [Sample]) -> Sample { samples.min { $0.duration < $1.duration }! }
+
+/// The median of `samples` by duration.
+func median(_ samples: [Sample]) -> Sample { samples.sorted { $0.duration < $1.duration }[samples.count / 2] }
+
+/// Runs `sides` for `runs` rounds of `count` operations each, `chunk` operations at a time: in each
+/// chunk every side runs once, in the given order and then in the reverse order at the next chunk,
+/// so that a busy moment of the machine slows each side alike. `afterRound` runs after each round.
+///
+/// - Returns: For each side, in order, its sample of each round (the sum of its chunks).
+@MainActor
+func interleavedRounds(
+    runs: Int, count: Int, chunk: Int, sides: [(Int) async -> Sample], afterRound: () async -> Void = {}
+) async -> [[Sample]] {
+    var samples = Array(repeating: [Sample](), count: sides.count)
+    for _ in 0..<runs {
+        var totals = Array(repeating: Sample(duration: .zero, allocations: 0), count: sides.count)
+        for part in 0..<(count / chunk) {
+            let order = part.isMultiple(of: 2) ? Array(sides.indices) : sides.indices.reversed()
+            for side in order {
+                let sample = await sides[side](chunk)
+                totals[side].duration += sample.duration
+                totals[side].allocations += sample.allocations
+            }
+        }
+        for side in sides.indices { samples[side].append(totals[side]) }
+        await afterRound()
+    }
+    return samples
+}
