@@ -187,6 +187,18 @@ extension ObservedProperty {
                 },
                 keep: [target, proxy])
         },
+        ObservedProperty(name: "LoadableProxy.target") {
+            let targets = [ManualSyncLoadable(), ManualSyncLoadable()]
+            let proxy = LoadableProxy(target: targets[0])
+            var next = 1
+            return Probe(
+                read: { _ = proxy.target },
+                change: {
+                    proxy.target = targets[next]
+                    next = 1 - next
+                },
+                keep: targets + [proxy])
+        },
         ObservedProperty(name: "LoadableLease.needsSync") {
             let target = ManualSyncLoadable()
             let lease = target.lease()
@@ -224,6 +236,18 @@ extension ObservedProperty {
                     store.lease(next).release()
                 },
                 keep: [store])
+        },
+        ObservedProperty(name: "KeyedLoadableProxy.key") {
+            let store = makeStore()
+            let proxy = KeyedLoadableProxy(store: store, key: 1)
+            var next = 2
+            return Probe(
+                read: { _ = proxy.key },
+                change: {
+                    proxy.key = next
+                    next = 3 - next
+                },
+                keep: [store, proxy])
         },
         ObservedProperty(name: "LoadableStore.syncingCount") {
             let store = makeStore()

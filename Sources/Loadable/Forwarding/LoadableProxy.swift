@@ -29,7 +29,7 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
 
     /// Forwards `sync()` to the target, or shows ``LoadableState/syncing`` until a target arrives.
     public func sync() {
-        if let target {
+        if let target = followed {
             target.sync()
         } else {
             requestSyncWithoutTarget()
@@ -39,7 +39,7 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
     /// Forwards `syncIfNeeded()` to the target, or shows ``LoadableState/syncing`` until a target
     /// arrives.
     public func syncIfNeeded() {
-        if let target {
+        if let target = followed {
             target.syncIfNeeded()
         } else {
             requestSyncWithoutTarget()
@@ -55,7 +55,7 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
     /// Cancels the target's sync; without a target, drops a sync asked for meanwhile (the proxy
     /// goes back to ``LoadableState/idle``).
     public func cancelSync() {
-        if let target {
+        if let target = followed {
             target.cancelSync()
         } else if core.state == .syncing {
             setOwnState(.idle)

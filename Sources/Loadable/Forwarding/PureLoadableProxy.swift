@@ -24,25 +24,34 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     /// The subscription to the target.
     package final var follower = LoadableFollower()
 
-    /// The loadable the proxy stands for; `nil` until it is known.
+    /// The loadable the proxy stands for; `nil` until it is known. Observed: a read is told of a
+    /// change of the target (and, like every getter of a loadable, of any change the proxy shows).
     ///
     /// Setting a different object (or `nil` after an object) re-subscribes, calls
     /// ``proxyDidChange()`` and notifies observers once. Setting the same object does nothing.
     public var target: Target? {
-        didSet {
-            guard oldValue !== target else { return }
+        get {
+            core.trackAccess()
+            return storedTarget
+        }
+        set {
+            let oldValue = storedTarget
+            guard oldValue !== newValue else { return }
+            storedTarget = newValue
             followedDidChange(from: oldValue) {
-                if let target { targetWillBeObserved(target) }
+                if let newValue { targetWillBeObserved(newValue) }
             }
             forwardChange()
         }
     }
+    /// ``target``, read without telling Observation.
+    private var storedTarget: Target?
 
     /// Creates a proxy.
     ///
     /// - Parameter target: The loadable to stand for, if known already.
     public init(target: Target? = nil) {
-        self.target = target
+        storedTarget = target
         if let target { targetWillBeObserved(target) }
         follow()
     }
@@ -73,7 +82,7 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
 
     /// `<TypeName: state, contents available: yes|no, target: …>`.
     open var description: String {
-        loadableDescription(details: ", target: \(target.map { String(describing: $0) } ?? "none")")
+        loadableDescription(details: ", target: \(storedTarget.map { String(describing: $0) } ?? "none")")
     }
 
     /// Called with a new target before the proxy follows it.
@@ -96,7 +105,7 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
 
 extension PureLoadableProxy: LoadableFollowing {
     /// The target.
-    package var followed: Target? { target }
+    package var followed: Target? { storedTarget }
 
     package func followedDidNotify() { forwardChange() }
 }

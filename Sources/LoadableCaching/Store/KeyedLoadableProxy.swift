@@ -57,17 +57,26 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     /// The subscription to the entry, while the proxy has observers of its own.
     package var follower = LoadableFollower()
 
-    /// The key whose entry the proxy stands for; `nil` when nothing is selected.
+    /// The key whose entry the proxy stands for; `nil` when nothing is selected. Observed: a read
+    /// is told of a change of the key (and, like every getter of a loadable, of any change the
+    /// proxy shows).
     ///
     /// Setting a different key leases the new entry, then notifies once, then releases the old
     /// entry's lease (which retains it in the store for a while). Setting the same key does
     /// nothing. Setting a key does not sync: call ``syncIfNeeded()``.
     public var key: Key? {
-        didSet {
-            guard key != oldValue else { return }
+        get {
+            core.trackAccess()
+            return storedKey
+        }
+        set {
+            guard newValue != storedKey else { return }
+            storedKey = newValue
             keyDidChange()
         }
     }
+    /// ``key``, read without telling Observation.
+    private var storedKey: Key?
 
     /// Creates a proxy over `store`.
     ///
@@ -78,7 +87,7 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     public init(store: LoadableStore<Key, Value>, key: Key? = nil, placeholder: Placeholder = .none) {
         self.store = store
         self.placeholder = placeholder
-        self.key = key
+        storedKey = key
         if let key {
             lease = store.lease(key)
             placeholderContents = Self.placeholderContents(placeholder, for: key, previous: nil)
@@ -92,8 +101,10 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
         let previous = currentContents
         let oldLease = lease
         announceChange {
-            lease = key.map { store.lease($0) }
-            placeholderContents = key.flatMap { Self.placeholderContents(placeholder, for: $0, previous: previous) }
+            lease = storedKey.map { store.lease($0) }
+            placeholderContents = storedKey.flatMap {
+                Self.placeholderContents(placeholder, for: $0, previous: previous)
+            }
             followedDidChange(from: oldLease?.loadable)
         }
         oldLease?.release()
@@ -230,7 +241,7 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
 
     /// `<KeyedLoadableProxy<Key, Value>: state, contents available: yes|no, key: …>`.
     public var description: String {
-        loadableDescription(details: ", key: \(key.map { String(describing: $0) } ?? "none")")
+        loadableDescription(details: ", key: \(storedKey.map { String(describing: $0) } ?? "none")")
     }
 }
 
