@@ -295,20 +295,13 @@ package final class LoadableCore {
     /// ``readUntracked(_:)`` runs.
     package func trackAccess() {
         guard !Self.isReadingUntracked else { return }
-        let observation = storedExtras?.observation ?? makeObservationState()
+        let observation = storedExtras?.observation ?? ObservationState.made(in: &extrasForWriting.observation)
         observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
 
     /// Whether the loadable has an Observation registrar (something read it through a tracked
     /// getter): for tests that check that bookkeeping reads without tracking.
     package var hasObservationRegistrar: Bool { storedExtras?.observation != nil }
-
-    /// Creates the registrar on the first read and keeps it.
-    private func makeObservationState() -> ObservationState {
-        let observation = ObservationState()
-        extrasForWriting.observation = observation
-        return observation
-    }
 
     /// Begins a change: tells Observation.
     package func willChange() {
@@ -556,4 +549,13 @@ package final class ObservationState {
     package let registrar = ObservationRegistrar()
 
     package init() {}
+
+    /// The state in `slot`, made and kept there first if there is none: how an object makes its
+    /// registrar on the first tracked read, so that one nobody observes pays nothing for it.
+    package static func made(in slot: inout ObservationState?) -> ObservationState {
+        if let state = slot { return state }
+        let state = ObservationState()
+        slot = state
+        return state
+    }
 }

@@ -619,14 +619,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     // change.
 
     private func access<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>) {
-        let observation = observation ?? makeObservationState()
-        observation.registrar.access(OutboxObservationKey(), keyPath: keyPath)
-    }
-
-    private func makeObservationState() -> ObservationState {
-        let observation = ObservationState()
-        self.observation = observation
-        return observation
+        ObservationState.made(in: &observation).registrar.access(OutboxObservationKey(), keyPath: keyPath)
     }
 
     private func mutateIsPaused(_ body: () -> Void) {

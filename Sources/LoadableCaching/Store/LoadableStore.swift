@@ -191,9 +191,11 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// store.
     private func orderedEntries(where matches: (Key) -> Bool) -> [Entry] {
         var found: [Entry] = []
-        for node in ordered.allEntries() {
-            let entry = unsafeDowncast(node, to: Entry.self)
+        var node = ordered.head
+        while let current = node {
+            let entry = unsafeDowncast(current, to: Entry.self)
             if matches(entry.key) { found.append(entry) }
+            node = ordered.newer(than: current)
         }
         return found
     }
@@ -346,13 +348,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     }
 
     private func syncingCountDidChange(by delta: Int) {
-        guard let registrar = observation?.registrar else {
-            storedSyncingCount += delta
-            return
-        }
-        registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
+        observation?.registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
         storedSyncingCount += delta
-        registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
+        observation?.registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
     }
 
     // MARK: - Expiry
@@ -391,14 +389,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     // rooted at this generic class would be built again at every read and change.
 
     private func access(_ keyPath: KeyPath<StoreObservationKey, Int>) {
-        let observation = observation ?? makeObservationState()
-        observation.registrar.access(StoreObservationKey(), keyPath: keyPath)
-    }
-
-    private func makeObservationState() -> ObservationState {
-        let observation = ObservationState()
-        self.observation = observation
-        return observation
+        ObservationState.made(in: &observation).registrar.access(StoreObservationKey(), keyPath: keyPath)
     }
 
     @usableFromInline

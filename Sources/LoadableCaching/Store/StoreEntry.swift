@@ -137,18 +137,8 @@ struct EntryList {
         count -= 1
     }
 
-    /// The entries, oldest first, held strongly: a caller may run code that changes the list
-    /// while it goes through them.
-    func allEntries() -> [StoreEntryNode] {
-        var entries: [StoreEntryNode] = []
-        entries.reserveCapacity(count)
-        var entry = head
-        while let current = entry {
-            entries.append(current)
-            entry = links(of: current).newer
-        }
-        return entries
-    }
+    /// The entry after `entry` (made or released later); `nil` after the newest.
+    func newer(than entry: StoreEntryNode) -> StoreEntryNode? { links(of: entry).newer }
 
     /// Takes every entry out of the list.
     mutating func removeAll() {

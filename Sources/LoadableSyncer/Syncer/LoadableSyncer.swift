@@ -396,14 +396,8 @@ public final class LoadableSyncer: Observable {
     /// Tells Observation that `keyPath` was read; makes the registrar on the first read, so that a
     /// syncer nobody reads pays nothing for Observation.
     private func trackAccess<Value>(_ keyPath: KeyPath<LoadableSyncer, Value>) {
-        let state = observationState ?? makeObservationState()
+        let state = ObservationState.made(in: &observationState)
         state.registrar.access(self, keyPath: keyPath)
-    }
-
-    private func makeObservationState() -> ObservationState {
-        let state = ObservationState()
-        observationState = state
-        return state
     }
 
     /// Tells Observation that both observable properties changed (after the change: a tracked
