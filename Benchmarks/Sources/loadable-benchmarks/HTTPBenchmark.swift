@@ -126,25 +126,7 @@ func runHTTP(_ settings: Settings, into report: inout Report) async {
     func syncs(
         _ loadable: HTTPLoadable<HTTPPayload>, _ requests: Int, products: Int = HTTPPayload.productCount
     ) async -> Sample {
-        let stopwatch = Stopwatch.start()
-        for _ in 0..<requests {
-            loadable.sync()
-            do {
-                try await loadable.doneSyncing()
-            } catch {
-                failHTTP("waiting for a sync failed: \(error)")
-            }
-            guard loadable.loadableState == .didSyncSuccessfully else {
-                failHTTP(
-                    "a sync of \(loadable.request.url?.path ?? "?") ended \(loadable.loadableState): "
-                        + String(describing: loadable.error))
-            }
-        }
-        let sample = stopwatch.stop()
-        guard loadable.contents?.products.count == products else {
-            failHTTP("the loadable's contents are not the payload")
-        }
-        return sample
+        await timedSyncs(of: loadable, requests, products: products, fail: failHTTP)
     }
 
     func loadable200(_ requests: Int) async -> Sample {
@@ -342,6 +324,34 @@ private func httpRequest(_ url: URL) -> URLRequest {
 }
 
 /// Stops the benchmark: a failed request makes every figure meaningless.
+/// `requests` syncs of `loadable`, each waited for and checked (state, then the contents' size):
+/// `fail` stops the benchmark with a message when one is not as expected.
+@MainActor
+func timedSyncs(
+    of loadable: HTTPLoadable<HTTPPayload>, _ requests: Int, products: Int = HTTPPayload.productCount,
+    fail: (String) -> Never
+) async -> Sample {
+    let stopwatch = Stopwatch.start()
+    for _ in 0..<requests {
+        loadable.sync()
+        do {
+            try await loadable.doneSyncing()
+        } catch {
+            fail("waiting for a sync failed: \(error)")
+        }
+        guard loadable.loadableState == .didSyncSuccessfully else {
+            fail(
+                "a sync of \(loadable.request.url?.path ?? "?") ended \(loadable.loadableState): "
+                    + String(describing: loadable.error))
+        }
+    }
+    let sample = stopwatch.stop()
+    guard loadable.contents?.products.count == products else {
+        fail("the loadable's contents are not the payload")
+    }
+    return sample
+}
+
 private func failHTTP(_ message: String) -> Never {
     print("http benchmark: \(message)")
     fflush(nil)

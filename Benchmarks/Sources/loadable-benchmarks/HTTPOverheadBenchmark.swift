@@ -62,23 +62,7 @@ private func measureHTTPOverhead(_ settings: Settings, into report: inout Report
     }
 
     func syncs(_ loadable: HTTPLoadable<HTTPPayload>, _ requests: Int) async -> Sample {
-        let stopwatch = Stopwatch.start()
-        for _ in 0..<requests {
-            loadable.sync()
-            do {
-                try await loadable.doneSyncing()
-            } catch {
-                failOverhead("waiting for a sync failed: \(error)")
-            }
-            guard loadable.loadableState == .didSyncSuccessfully else {
-                failOverhead("a sync ended \(loadable.loadableState): \(String(describing: loadable.error))")
-            }
-        }
-        let sample = stopwatch.stop()
-        guard loadable.contents?.products.count == HTTPPayload.productCount else {
-            failOverhead("the loadable's contents are not the payload")
-        }
-        return sample
+        await timedSyncs(of: loadable, requests, fail: failOverhead)
     }
 
     func loadable200(_ requests: Int) async -> Sample {
