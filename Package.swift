@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "LoadableTesting", targets: ["LoadableTesting"]),
         .library(name: "LoadableCaching", targets: ["LoadableCaching"]),
         .library(name: "LoadableHTTP", targets: ["LoadableHTTP"]),
+        .library(name: "LoadableSQLite", targets: ["LoadableSQLite"]),
         .executable(name: "loadable-demo", targets: ["loadable-demo"]),
     ],
     targets: [
@@ -32,6 +33,16 @@ let package = Package(
         .target(
             name: "LoadableHTTP",
             dependencies: ["Loadable", "LoadableSyncer"],
+            swiftSettings: upcomingFeatures
+        ),
+        // The system's SQLite (in Apple's SDKs; Debian's libsqlite3-dev on Linux): no package.
+        .systemLibrary(
+            name: "CLoadableSQLite",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "LoadableSQLite",
+            dependencies: ["CLoadableSQLite", "Loadable", "LoadableCaching"],
             swiftSettings: upcomingFeatures
         ),
         .executableTarget(
@@ -75,7 +86,8 @@ let package = Package(
         .testTarget(
             name: "LoadableCachingTests",
             dependencies: [
-                "LoadableCaching", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport",
+                "LoadableCaching", "LoadableSQLite", "LoadableGroup", "LoadableSyncer", "LoadableTesting",
+                "LoadableTestSupport",
             ],
             swiftSettings: upcomingFeatures
         ),

@@ -198,7 +198,7 @@ final class CacheQueue: Sendable {
 }
 
 /// A cache whose entries other cache objects share: its jobs run on the queue of those entries.
-protocol CacheQueueSharing: LoadableCache {
+package protocol CacheQueueSharing: LoadableCache {
     /// The identity of the queue of the entries (the same for every object that shares them).
     var queueIdentity: ObjectIdentifier { get }
     /// `key` as the key of a job on that queue (the key in the shared entries).

@@ -24,7 +24,7 @@ import Foundation
 /// strings), as a UInt32 length and the UTF-8 of the name, then the same for the value: the same
 /// metadata always makes the same bytes. The key in the file is the key's NFC form; a load
 /// compares it with the key asked for as Swift compares strings.
-enum EntryFile {
+package enum EntryFile {
     static let magic: [UInt8] = Array("LDC1".utf8)
     static let metadataMagic: [UInt8] = Array("LDC2".utf8)
     static let headerSize = 40
@@ -58,7 +58,7 @@ enum EntryFile {
 
     /// The metadata's bytes: the count, then each pair sorted by name, each string as its length
     /// and its UTF-8.
-    static func encodedMetadata(_ metadata: [String: String]) -> [UInt8] {
+    package static func encodedMetadata(_ metadata: [String: String]) -> [UInt8] {
         var out = littleEndianBytes(UInt32(metadata.count))
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
             for string in [name, value] {
@@ -125,7 +125,7 @@ enum EntryFile {
     }
 
     /// The metadata in `bytes`, or `nil` when its lengths do not add up.
-    static func decodedMetadata(_ bytes: ArraySlice<UInt8>) -> [String: String]? {
+    package static func decodedMetadata(_ bytes: ArraySlice<UInt8>) -> [String: String]? {
         var offset = bytes.startIndex
         func string() -> String? {
             guard bytes.endIndex - offset >= 4 else { return nil }

@@ -101,7 +101,7 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
 
     /// `key` in NFC form (pure-ASCII keys as they are).
     static func canonical(_ key: String) -> String {
-        isASCII(key) ? key : key.precomposedStringWithCanonicalMapping
+        canonicalCacheKey(key)
     }
 
     private static func isASCII(_ key: String) -> Bool {
@@ -244,10 +244,10 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     // MARK: - CacheQueueSharing
 
     /// The folder's identity: every object on the folder shares one queue.
-    nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(folder) }
+    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(folder) }
 
     /// `key` in NFC form, the key of its file.
-    nonisolated func queueKey(for key: String) -> String { Self.canonical(key) }
+    package nonisolated func queueKey(for key: String) -> String { Self.canonical(key) }
 
     // MARK: - For tests
 

@@ -72,6 +72,13 @@ extension LoadableCache {
     }
 }
 
+/// `key` in NFC form (pure-ASCII keys as they are): the form in which the file and SQLite caches
+/// keep keys, so that keys Swift finds equal (`"café"` typed precomposed or with a combining
+/// accent) are one entry.
+package func canonicalCacheKey(_ key: String) -> String {
+    key.utf8.allSatisfy { $0 < 0x80 } ? key : key.precomposedStringWithCanonicalMapping
+}
+
 /// What a cache that does not implement ``LoadableCache/removeEntries(keyPrefix:)`` fails with.
 struct UnsupportedPrefixRemoval: Error, CustomStringConvertible {
     let cacheType: String

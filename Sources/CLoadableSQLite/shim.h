@@ -1,0 +1,2 @@
+// The system's SQLite: in Apple's SDKs, and Debian's libsqlite3-dev on Linux.
+#include <sqlite3.h>

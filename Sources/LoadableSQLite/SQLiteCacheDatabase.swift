@@ -1,0 +1,340 @@
+internal import CLoadableSQLite
+internal import Foundation
+internal import LoadableCaching
+
+/// The cache's database: its schema, its statements (prepared once), and each operation as one
+/// transaction. Throws what SQLite said; ``SQLiteLoadableCache`` turns that into the cache's
+/// errors and moves an unusable file aside.
+///
+/// **Schema (an on-disk format, kept across releases).** `PRAGMA application_id` is `0x4C444353`
+/// ("LDCS") and `user_version` is 1.
+///
+/// ```sql
+/// CREATE TABLE entries (
+///     key TEXT NOT NULL PRIMARY KEY,  -- the key's NFC form
+///     data BLOB NOT NULL,
+///     saved_at REAL NOT NULL,         -- seconds since 2001-01-01
+///     version INTEGER NOT NULL,
+///     metadata BLOB,                  -- NULL when empty, else as in the file cache's LDC2 files
+///     size INTEGER NOT NULL,          -- bytes of key, data and metadata: what maxBytes counts
+///     used INTEGER NOT NULL           -- when last loaded or saved: larger is more recent
+/// );
+/// CREATE INDEX entries_by_use ON entries (used);
+/// CREATE TABLE usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+/// ```
+///
+/// `usage.bytes` is the sum of `size`, kept in the same transaction as every change, so that every
+/// connection to the file agrees on it without a scan.
+final class SQLiteCacheDatabase {
+    static let applicationID: Int32 = 0x4C44_4353
+    static let formatVersion = 1
+
+    private let connection: SQLiteConnection
+    private let begin: SQLiteStatement
+    private let commit: SQLiteStatement
+    private let rollback: SQLiteStatement
+    private let select: SQLiteStatement
+    private let selectTouching: SQLiteStatement
+    private let sizeOfKey: SQLiteStatement
+    private let upsert: SQLiteStatement
+    private let addUsage: SQLiteStatement
+    private let deleteKey: SQLiteStatement
+    private let leastRecent: SQLiteStatement
+    private let deleteRow: SQLiteStatement
+    private let sizeOfRange: SQLiteStatement
+    private let deleteRange: SQLiteStatement
+    private let deleteEverything: SQLiteStatement
+    private let sizeSavedBefore: SQLiteStatement
+    private let deleteSavedBefore: SQLiteStatement
+
+    /// Opens the database at `path`, creating the file and the schema if needed.
+    ///
+    /// - Throws: What SQLite said; `SQLITE_READONLY` when the file could be opened for reading
+    ///   only, `SQLITE_NOTADB` when it is another application's database or a later format.
+    init(path: String) throws(SQLiteFailure) {
+        let connection = try SQLiteConnection(path: path)
+        connection.setBusyTimeout(milliseconds: 10_000)
+        // Reads the file's header: a file that is not a database fails here.
+        _ = try connection.text(of: "PRAGMA schema_version")
+        if connection.isReadOnly {
+            throw SQLiteFailure(code: SQLITE_READONLY, message: "the file can be opened for reading only")
+        }
+        let tables = try connection.text(of: "SELECT count(*) FROM sqlite_schema") ?? "0"
+        if tables == "0" {
+            // A new file: space freed by removals goes back to the system (`incremental_vacuum`).
+            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        }
+        // Write-ahead log: a kill at any moment leaves the last committed save; readers do not
+        // wait for writers. NORMAL syncs at checkpoints: a power cut may lose the last saves,
+        // never the database's consistency.
+        _ = try connection.text(of: "PRAGMA journal_mode = WAL")
+        try connection.execute("PRAGMA synchronous = NORMAL")
+        try connection.execute("PRAGMA journal_size_limit = 4194304")
+        try connection.execute("BEGIN IMMEDIATE")
+        do throws(SQLiteFailure) {
+            let applicationID = Int32(try connection.text(of: "PRAGMA application_id") ?? "0") ?? 0
+            let version = Int(try connection.text(of: "PRAGMA user_version") ?? "0") ?? 0
+            let tables = try connection.text(of: "SELECT count(*) FROM sqlite_schema") ?? "0"
+            if tables != "0" && applicationID != Self.applicationID {
+                throw SQLiteFailure(
+                    code: SQLITE_NOTADB,
+                    message: "the file is another application's database (application_id \(applicationID))")
+            }
+            if version > Self.formatVersion {
+                throw SQLiteFailure(
+                    code: SQLITE_NOTADB,
+                    message:
+                        "the file is in format \(version) of a later release; this release reads format \(Self.formatVersion)"
+                )
+            }
+            try connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS entries (
+                    key TEXT NOT NULL PRIMARY KEY,
+                    data BLOB NOT NULL,
+                    saved_at REAL NOT NULL,
+                    version INTEGER NOT NULL,
+                    metadata BLOB,
+                    size INTEGER NOT NULL,
+                    used INTEGER NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used);
+                CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+                INSERT OR IGNORE INTO usage (id, bytes) VALUES (0, 0);
+                PRAGMA application_id = \(Self.applicationID);
+                PRAGMA user_version = \(Self.formatVersion);
+                COMMIT;
+                """)
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+        self.connection = connection
+        begin = try connection.prepare("BEGIN IMMEDIATE")
+        commit = try connection.prepare("COMMIT")
+        rollback = try connection.prepare("ROLLBACK")
+        select = try connection.prepare("SELECT data, saved_at, version, metadata FROM entries WHERE key = ?1")
+        selectTouching = try connection.prepare(
+            """
+            UPDATE entries SET used = (SELECT max(used) FROM entries) + 1 WHERE key = ?1
+            RETURNING data, saved_at, version, metadata
+            """)
+        sizeOfKey = try connection.prepare("SELECT size FROM entries WHERE key = ?1")
+        upsert = try connection.prepare(
+            """
+            INSERT INTO entries (key, data, saved_at, version, metadata, size, used)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT max(used) FROM entries), 0) + 1)
+            ON CONFLICT (key) DO UPDATE SET data = excluded.data, saved_at = excluded.saved_at,
+                version = excluded.version, metadata = excluded.metadata, size = excluded.size,
+                used = excluded.used
+            """)
+        addUsage = try connection.prepare("UPDATE usage SET bytes = bytes + ?1 WHERE id = 0 RETURNING bytes")
+        deleteKey = try connection.prepare("DELETE FROM entries WHERE key = ?1 RETURNING size")
+        leastRecent = try connection.prepare("SELECT rowid, size FROM entries ORDER BY used")
+        deleteRow = try connection.prepare("DELETE FROM entries WHERE rowid = ?1")
+        sizeOfRange = try connection.prepare("SELECT total(size) FROM entries WHERE key >= ?1 AND key < ?2")
+        deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2")
+        deleteEverything = try connection.prepare("DELETE FROM entries")
+        sizeSavedBefore = try connection.prepare("SELECT total(size) FROM entries WHERE saved_at < ?1")
+        deleteSavedBefore = try connection.prepare("DELETE FROM entries WHERE saved_at < ?1")
+    }
+
+    /// What a load found: an entry, nothing, or a row that is not an entry (`reason`).
+    enum Loaded {
+        case entry(CachedEntry)
+        case none
+        case corrupt(reason: String)
+    }
+
+    /// The entry of `key` (an NFC key); with `touching`, made the most recently used.
+    func load(key: String, touching: Bool) throws(SQLiteFailure) -> Loaded {
+        let statement = touching ? selectTouching : select
+        defer { statement.reset() }
+        try statement.bind(1, text: key)
+        guard try statement.step() else { return .none }
+        let loaded = Self.entry(in: statement)
+        // An UPDATE … RETURNING commits when it is stepped to its end.
+        if touching { while try statement.step() {} }
+        return loaded
+    }
+
+    private static func entry(in row: SQLiteStatement) -> Loaded {
+        let savedAtType = row.type(1)
+        guard savedAtType == SQLITE_FLOAT || savedAtType == SQLITE_INTEGER, row.type(2) == SQLITE_INTEGER else {
+            return .corrupt(reason: "its row's saved_at or version is not a number")
+        }
+        var metadata: [String: String] = [:]
+        switch row.type(3) {
+        case SQLITE_NULL: break
+        case SQLITE_BLOB:
+            guard let decoded = EntryFile.decodedMetadata(row.bytes(3)[...]) else {
+                return .corrupt(reason: "its metadata's lengths do not add up")
+            }
+            metadata = decoded
+        default: return .corrupt(reason: "its row's metadata is not a blob")
+        }
+        return .entry(
+            CachedEntry(
+                data: row.data(0), savedAt: Date(timeIntervalSinceReferenceDate: row.double(1)),
+                version: Int(row.int64(2)), metadata: metadata))
+    }
+
+    /// Saves `entry` under `key` (an NFC key); with `limit`, then removes the least recently used
+    /// entries until the total is at or under it, in the same transaction. An entry larger than
+    /// `limit` is not kept, and the key's old entry is removed.
+    func save(_ entry: CachedEntry, key: String, limit: Int?) throws(SQLiteFailure) {
+        let metadata = entry.metadata.isEmpty ? nil : EntryFile.encodedMetadata(entry.metadata)
+        let size = Int64(key.utf8.count) + Int64(entry.data.count) + Int64(metadata?.count ?? 0)
+        try transaction { () throws(SQLiteFailure) in
+            if let limit, size > Int64(limit) {
+                try removeKey(key)
+                return
+            }
+            let oldSize = try self.sizeOf(key: key)
+            try upsert.bind(1, text: key)
+            try upsert.bind(2, blob: entry.data)
+            upsert.bind(3, entry.savedAt.timeIntervalSinceReferenceDate)
+            upsert.bind(4, Int64(entry.version))
+            try upsert.bind(5, blob: metadata)
+            upsert.bind(6, size)
+            defer { upsert.reset() }
+            try upsert.run()
+            let total = try addToUsage(size - oldSize)
+            if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
+        }
+    }
+
+    /// Removes the entry of `key` (an NFC key).
+    func remove(key: String) throws(SQLiteFailure) {
+        try transaction { () throws(SQLiteFailure) in try removeKey(key) }
+    }
+
+    /// Removes every entry whose key starts with the bytes of `prefix` (an NFC prefix); every
+    /// entry for an empty one.
+    func removeEntries(keyPrefix prefix: String) throws(SQLiteFailure) {
+        var successor = Array(prefix.utf8)
+        guard let last = successor.popLast() else { return try removeAll() }
+        // Valid UTF-8 ends with a byte under 0xC0: adding one never carries.
+        successor.append(last + 1)
+        try transaction { () throws(SQLiteFailure) in
+            defer {
+                sizeOfRange.reset()
+                deleteRange.reset()
+            }
+            try sizeOfRange.bind(1, text: prefix)
+            try sizeOfRange.bind(2, textBytes: successor)
+            _ = try sizeOfRange.step()
+            let freed = Int64(sizeOfRange.double(0))
+            try deleteRange.bind(1, text: prefix)
+            try deleteRange.bind(2, textBytes: successor)
+            try deleteRange.run()
+            _ = try addToUsage(-freed)
+        }
+        try releaseFreeSpace()
+    }
+
+    /// Removes every entry.
+    func removeAll() throws(SQLiteFailure) {
+        try transaction { () throws(SQLiteFailure) in
+            defer { deleteEverything.reset() }
+            try deleteEverything.run()
+            _ = try addToUsage(-(try usageBytes()))
+        }
+        try releaseFreeSpace()
+    }
+
+    /// Removes the entries saved before `date`.
+    func removeEntries(savedBefore date: Date) throws(SQLiteFailure) {
+        try transaction { () throws(SQLiteFailure) in
+            defer {
+                sizeSavedBefore.reset()
+                deleteSavedBefore.reset()
+            }
+            sizeSavedBefore.bind(1, date.timeIntervalSinceReferenceDate)
+            _ = try sizeSavedBefore.step()
+            let freed = Int64(sizeSavedBefore.double(0))
+            deleteSavedBefore.bind(1, date.timeIntervalSinceReferenceDate)
+            try deleteSavedBefore.run()
+            _ = try addToUsage(-freed)
+        }
+        try releaseFreeSpace()
+    }
+
+    /// The bytes `maxBytes` counts, and the keys from least to most recently used: for tests.
+    func usage() throws(SQLiteFailure) -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
+        let keys = try connection.texts(of: "SELECT key FROM entries ORDER BY used")
+        let total = Int64(try connection.text(of: "SELECT bytes FROM usage") ?? "0") ?? 0
+        return (Int(total), keys)
+    }
+
+    // MARK: - Steps
+
+    private func transaction(_ body: () throws(SQLiteFailure) -> Void) throws(SQLiteFailure) {
+        defer { begin.reset() }
+        try begin.run()
+        do {
+            try body()
+            defer { commit.reset() }
+            try commit.run()
+        } catch {
+            // SQLite may have rolled back already (a full disk): then this fails, harmlessly.
+            _ = try? rollback.run()
+            rollback.reset()
+            throw error
+        }
+    }
+
+    private func sizeOf(key: String) throws(SQLiteFailure) -> Int64 {
+        defer { sizeOfKey.reset() }
+        try sizeOfKey.bind(1, text: key)
+        return try sizeOfKey.step() ? sizeOfKey.int64(0) : 0
+    }
+
+    private func removeKey(_ key: String) throws(SQLiteFailure) {
+        var freed: Int64 = 0
+        do {
+            defer { deleteKey.reset() }
+            try deleteKey.bind(1, text: key)
+            while try deleteKey.step() { freed += deleteKey.int64(0) }
+        }
+        if freed != 0 { _ = try addToUsage(-freed) }
+    }
+
+    /// Adds `delta` to the usage; returns the new total.
+    private func addToUsage(_ delta: Int64) throws(SQLiteFailure) -> Int64 {
+        defer { addUsage.reset() }
+        addUsage.bind(1, delta)
+        guard try addUsage.step() else { return 0 }
+        let total = addUsage.int64(0)
+        while try addUsage.step() {}
+        return total
+    }
+
+    private func usageBytes() throws(SQLiteFailure) -> Int64 {
+        try addToUsage(0)
+    }
+
+    /// Removes the least recently used entries until at least `excess` bytes are freed.
+    private func evict(excess: Int64) throws(SQLiteFailure) {
+        var rows: [Int64] = []
+        var freed: Int64 = 0
+        do {
+            defer { leastRecent.reset() }
+            while freed < excess, try leastRecent.step() {
+                rows.append(leastRecent.int64(0))
+                freed += leastRecent.int64(1)
+            }
+        }
+        for row in rows {
+            defer { deleteRow.reset() }
+            deleteRow.bind(1, row)
+            try deleteRow.run()
+        }
+        _ = try addToUsage(-freed)
+    }
+
+    /// Gives the pages that removals freed back to the file system.
+    private func releaseFreeSpace() throws(SQLiteFailure) {
+        try connection.execute("PRAGMA incremental_vacuum")
+    }
+}

@@ -1,0 +1,333 @@
+internal import CLoadableSQLite
+public import Foundation
+internal import Loadable
+public import LoadableCaching
+
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
+
+/// A `LoadableCache` in one SQLite database file: for caches of many entries (every item of a
+/// feed, every page of every list), where a file per key would cost an inode, a directory entry
+/// and an `open` each.
+///
+/// ```swift
+/// let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+/// let cache = try SQLiteLoadableCache(path: caches.appendingPathComponent("loadables.sqlite"), maxBytes: 200_000_000)
+/// let posts = LoadableStore<Int, PostLoadable>(cache: cache.scoped("posts/"), cacheKey: { "\($0)" }) { … }
+/// ```
+///
+/// It keeps every rule of `LoadableCache`, as the file and memory caches do: `scoped(_:)` views,
+/// `removeEntries(savedBefore:)`, keys compared as Swift compares strings (kept in NFC form),
+/// metadata, and an optional limit in bytes.
+///
+/// **Crash safety.** Each save, remove and eviction is one SQLite transaction, in write-ahead-log
+/// mode: a kill at any moment leaves the last committed save whole. Commits are synced to disk at
+/// checkpoints (`synchronous = NORMAL`): a power cut may lose the last few saves, never the
+/// database's consistency.
+///
+/// **A file it cannot use** (not a database, a damaged or truncated one, one the system lets it
+/// only read, a folder in its place, another application's database) is moved aside, next to it,
+/// as `<name>.bad` (or `<name>.bad-2`, …), and a fresh, empty database starts at the path. This is
+/// reported once, never silently: by the call that found the problem, or, when opening found it,
+/// by the first `load`, which throws `LoadableCacheError.corrupt(key:reason:)` whose reason names
+/// the path, SQLite's message and where the file went (a persistence, store or outbox reports it
+/// through its `onError`). Failures that moving the file would not fix (a full disk, a folder the
+/// process may not write) throw the call's `LoadableCacheError` with a ``SQLiteCacheError`` as
+/// the underlying error, and change nothing.
+///
+/// **Limit.** With `maxBytes`, the entries' sizes (the UTF-8 of the key, the data and the
+/// metadata's bytes) add up to at most `maxBytes`: a save that passes it removes the least
+/// recently used entries (by load or save) in the same transaction. An entry larger than
+/// `maxBytes` on its own is not kept: its save removes the key's old entry and does not throw.
+/// The total is kept in the database, so every object and process on the file agrees on it. With
+/// a limit, each load also marks its entry used (a small write). The file itself is larger than
+/// the entries by SQLite's pages and indexes; space that removals free is given back to the
+/// system.
+///
+/// **Threads and objects.** An actor with one connection, its statements prepared once: its work
+/// runs off the main actor, one call at a time. A second object (or process) on the same file
+/// works through SQLite's locking; a write waits up to 10 seconds for another one to end. The
+/// order of calls is kept per object: two persistences on one key should share one object.
+public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
+    /// The database file's URL, as given.
+    public nonisolated let path: URL
+    /// The most bytes the entries may take, or `nil` for no limit.
+    public nonisolated let maxBytes: Int?
+    /// The database file's path.
+    private nonisolated let filePath: String
+    /// The open database; `nil` after a failure to open a fresh one, tried again by the next call.
+    private var database: SQLiteCacheDatabase?
+    /// A problem opening found and fixed (the file moved aside), for the first load to report.
+    private var unreported: SQLiteCacheError?
+
+    /// Opens the database at `path`, creating it and its folder if needed.
+    ///
+    /// A file there that cannot be used is moved aside and a fresh database started; the first
+    /// ``load(key:)`` reports it (see the type's documentation).
+    ///
+    /// - Parameters:
+    ///   - path: A file URL of the app's own (for example in its caches directory).
+    ///   - maxBytes: The most bytes the entries may take (`nil`, the default, for no limit); must
+    ///     be greater than 0.
+    /// - Throws: ``SQLiteCacheError`` when no database can be opened at `path`: its folder cannot
+    ///   be made, or the file cannot be used and cannot be moved aside, or a fresh one cannot be
+    ///   created.
+    public init(path: URL, maxBytes: Int? = nil) throws {
+        requireValid(path.isFileURL, "SQLiteLoadableCache: path must be a file URL, got \(path)")
+        if let maxBytes {
+            requireValid(maxBytes > 0, "SQLiteLoadableCache: maxBytes must be > 0 or nil, got \(maxBytes)")
+        }
+        self.path = path
+        self.maxBytes = maxBytes
+        filePath = path.standardizedFileURL.path
+        let folder = path.standardizedFileURL.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw SQLiteCacheError(
+                path: filePath, code: 0,
+                message: "its folder \(folder.path) could not be made: \(Self.reason(of: error))")
+        }
+        (database, unreported) = try Self.open(filePath)
+    }
+
+    // MARK: - LoadableCache
+
+    /// The entry saved under `key`, or `nil`; with ``maxBytes``, marks it the most recently used.
+    ///
+    /// - Throws: `LoadableCacheError.corrupt(key:reason:)` when the entry's row is not an entry,
+    ///   or when the database could not be used (moved aside; see the type's documentation);
+    ///   `LoadableCacheError.loadFailed(key:underlying:)` with a ``SQLiteCacheError`` otherwise.
+    public func load(key: String) throws -> CachedEntry? {
+        if let unreported {
+            self.unreported = nil
+            throw LoadableCacheError.corrupt(key: key, reason: unreported.description)
+        }
+        let canonical = canonicalCacheKey(key)
+        let loaded: SQLiteCacheDatabase.Loaded
+        let touching = maxBytes != nil
+        do {
+            loaded = try perform { try $0.load(key: canonical, touching: touching) }
+        } catch let error where error.movedTo != nil {
+            throw LoadableCacheError.corrupt(key: key, reason: error.description)
+        } catch {
+            throw LoadableCacheError.loadFailed(key: key, underlying: error)
+        }
+        switch loaded {
+        case .entry(let entry): return entry
+        case .none: return nil
+        case .corrupt(let reason): throw LoadableCacheError.corrupt(key: key, reason: reason)
+        }
+    }
+
+    /// Saves `entry` under `key`, in one transaction; with ``maxBytes``, removes the least
+    /// recently used entries past it in the same transaction. An entry larger than ``maxBytes``
+    /// is not kept, and the key's old entry is removed.
+    ///
+    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)` with a ``SQLiteCacheError``;
+    ///   the old entry, if any, is left whole (unless the database could not be used at all and
+    ///   was moved aside).
+    public func save(_ entry: CachedEntry, key: String) throws {
+        let canonical = canonicalCacheKey(key)
+        do {
+            let limit = maxBytes
+            try perform { try $0.save(entry, key: canonical, limit: limit) }
+        } catch {
+            throw LoadableCacheError.saveFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Removes the entry under `key`; a key without one is not an error.
+    ///
+    /// - Throws: `LoadableCacheError.removeFailed(key:underlying:)` with a ``SQLiteCacheError``.
+    public func remove(key: String) throws {
+        let canonical = canonicalCacheKey(key)
+        do {
+            try perform { try $0.remove(key: canonical) }
+        } catch {
+            throw LoadableCacheError.removeFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Removes every entry, and gives the freed space back to the system.
+    ///
+    /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
+    public func removeAll() throws {
+        do {
+            try perform { try $0.removeAll() }
+        } catch {
+            throw LoadableCacheError.removeAllFailed(underlying: error)
+        }
+    }
+
+    /// Removes every entry whose key starts with `prefix`, in one statement over the keys' range
+    /// (`key >= prefix AND key < prefix's successor`, on the NFC forms' UTF-8); an empty prefix
+    /// removes every entry.
+    ///
+    /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
+    /// resolves to it rather than to the protocol's default.
+    ///
+    /// - Parameter prefix: The start of the keys to remove.
+    /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
+    public nonisolated func removeEntries(keyPrefix prefix: String) async throws {
+        try await removeEntriesHere(keyPrefix: canonicalCacheKey(prefix))
+    }
+
+    private func removeEntriesHere(keyPrefix prefix: String) throws {
+        do {
+            try perform { try $0.removeEntries(keyPrefix: prefix) }
+        } catch {
+            throw LoadableCacheError.removeAllFailed(underlying: error)
+        }
+    }
+
+    /// Removes the entries saved (`CachedEntry.savedAt`) before `date`.
+    ///
+    /// - Parameter date: The oldest save date kept.
+    /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
+    public func removeEntries(savedBefore date: Date) throws {
+        do {
+            try perform { try $0.removeEntries(savedBefore: date) }
+        } catch {
+            throw LoadableCacheError.removeAllFailed(underlying: error)
+        }
+    }
+
+    // MARK: - CacheQueueSharing
+
+    /// The object's own identity: the order of calls is kept per object.
+    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(self) }
+
+    /// `key` in NFC form, the key of its row.
+    package nonisolated func queueKey(for key: String) -> String { canonicalCacheKey(key) }
+
+    // MARK: - For tests
+
+    /// The bytes ``maxBytes`` counts, and the NFC keys from least to most recently used.
+    package func usage() throws -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
+        try perform { try $0.usage() }
+    }
+
+    // MARK: - The database
+
+    /// Runs `body` on the database, opening it if the last call left none. A file found unusable
+    /// is moved aside and a fresh database opened; the error then says where the file went. A
+    /// file moved by another object is opened again at the path, and `body` run once more.
+    private func perform<Result>(
+        _ body: (SQLiteCacheDatabase) throws -> Result
+    ) throws(SQLiteCacheError) -> Result {
+        if database == nil {
+            let (opened, problem) = try Self.open(filePath)
+            database = opened
+            if let problem { throw problem }
+        }
+        guard let current = database else { throw SQLiteCacheError(path: filePath, code: 0, message: "not open") }
+        do {
+            return try body(current)
+        } catch let failure as SQLiteFailure where failure.meansFileMoved {
+            database = nil
+            let (opened, problem) = try Self.open(filePath)
+            database = opened
+            if let problem { throw problem }
+            do {
+                return try body(opened)
+            } catch {
+                throw Self.error(error, path: filePath)
+            }
+        } catch let failure as SQLiteFailure where failure.meansUnusableFile {
+            // Close before moving, so that nothing of this connection reaches the fresh file.
+            database = nil
+            let movedTo = try Self.moveAside(filePath, because: failure)
+            let (opened, problem) = try Self.open(filePath)
+            database = opened
+            if let problem { throw problem }
+            throw SQLiteCacheError(path: filePath, code: failure.code, message: failure.message, movedTo: movedTo)
+        } catch {
+            throw Self.error(error, path: filePath)
+        }
+    }
+
+    private static func error(_ error: any Error, path: String) -> SQLiteCacheError {
+        guard let failure = error as? SQLiteFailure else {
+            return SQLiteCacheError(path: path, code: 0, message: "\(error)")
+        }
+        return SQLiteCacheError(path: path, code: failure.code, message: failure.message)
+    }
+
+    /// Opens the database at `path`; a file there that cannot be used is moved aside and a fresh
+    /// one opened, and the problem returned.
+    private static func open(_ path: String) throws(SQLiteCacheError) -> (SQLiteCacheDatabase, SQLiteCacheError?) {
+        var isDirectory: ObjCBool = false
+        let failure: SQLiteFailure
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            failure = SQLiteFailure(code: SQLITE_CANTOPEN, message: "a folder is in the database file's place")
+        } else {
+            do {
+                return (try SQLiteCacheDatabase(path: path), nil)
+            } catch let error where isUnusableAtOpen(error, path: path) {
+                failure = error
+            } catch {
+                throw SQLiteCacheError(path: path, code: error.code, message: error.message)
+            }
+        }
+        let movedTo = try moveAside(path, because: failure)
+        do {
+            return (
+                try SQLiteCacheDatabase(path: path),
+                SQLiteCacheError(path: path, code: failure.code, message: failure.message, movedTo: movedTo)
+            )
+        } catch {
+            throw SQLiteCacheError(
+                path: path, code: error.code,
+                message:
+                    "\(error.message), in a fresh database after moving the unusable file to \(movedTo) (\(failure.text))"
+            )
+        }
+    }
+
+    /// Whether `failure`, on opening `path`, is the file's own fault: what moving it aside fixes.
+    private static func isUnusableAtOpen(_ failure: SQLiteFailure, path: String) -> Bool {
+        switch failure.primaryCode {
+        case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_READONLY: true
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH: FileManager.default.fileExists(atPath: path)
+        default: false
+        }
+    }
+
+    /// Moves the file at `path` (with its write-ahead log and journal) to the first free name of
+    /// `<path>.bad`, `<path>.bad-2`, …, and removes its shared-memory index; returns the new path.
+    private static func moveAside(_ path: String, because failure: SQLiteFailure) throws(SQLiteCacheError) -> String {
+        var number = 1
+        var destination = path + ".bad"
+        while FileManager.default.fileExists(atPath: destination)
+            || FileManager.default.fileExists(atPath: destination + "-wal")
+        {
+            number += 1
+            destination = path + ".bad-\(number)"
+        }
+        guard rename(path, destination) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw SQLiteCacheError(
+                path: path, code: failure.code,
+                message: "\(failure.message); it could not be moved aside to \(destination): \(reason)")
+        }
+        for suffix in ["-wal", "-journal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            _ = rename(path + suffix, destination + suffix)
+        }
+        _ = unlink(path + "-shm")
+        return destination
+    }
+
+    private static func reason(of error: any Error) -> String {
+        guard let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError,
+            underlying.domain == NSPOSIXErrorDomain,
+            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        else { return error.localizedDescription }
+        return String(cString: strerror(code.rawValue))
+    }
+}
