@@ -86,8 +86,8 @@ let package = Package(
         .testTarget(
             name: "LoadableCachingTests",
             dependencies: [
-                "LoadableCaching", "LoadableSQLite", "LoadableGroup", "LoadableSyncer", "LoadableTesting",
-                "LoadableTestSupport",
+                "LoadableCaching", "LoadableSQLite", "CLoadableSQLite", "LoadableGroup", "LoadableSyncer",
+                "LoadableTesting", "LoadableTestSupport",
             ],
             swiftSettings: upcomingFeatures
         ),

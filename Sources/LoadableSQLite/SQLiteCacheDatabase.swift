@@ -59,7 +59,23 @@ final class SQLiteCacheDatabase {
         if connection.isReadOnly {
             throw SQLiteFailure(code: SQLITE_READONLY, message: "the file can be opened for reading only")
         }
+        // Another application's database, or a later format, is left as it is (never switched to
+        // a write-ahead log or given a table): the caller moves it aside.
+        let applicationID = Int32(try connection.text(of: "PRAGMA application_id") ?? "0") ?? 0
+        let version = Int(try connection.text(of: "PRAGMA user_version") ?? "0") ?? 0
         let tables = try connection.text(of: "SELECT count(*) FROM sqlite_schema") ?? "0"
+        if tables != "0" && applicationID != Self.applicationID {
+            throw SQLiteFailure(
+                code: SQLITE_NOTADB,
+                message: "the file is another application's database (application_id \(applicationID))")
+        }
+        if version > Self.formatVersion {
+            throw SQLiteFailure(
+                code: SQLITE_NOTADB,
+                message:
+                    "the file is in format \(version) of a later release; this release reads format \(Self.formatVersion)"
+            )
+        }
         if tables == "0" {
             // A new file: space freed by removals goes back to the system (`incremental_vacuum`).
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
@@ -70,45 +86,7 @@ final class SQLiteCacheDatabase {
         _ = try connection.text(of: "PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = NORMAL")
         try connection.execute("PRAGMA journal_size_limit = 4194304")
-        try connection.execute("BEGIN IMMEDIATE")
-        do throws(SQLiteFailure) {
-            let applicationID = Int32(try connection.text(of: "PRAGMA application_id") ?? "0") ?? 0
-            let version = Int(try connection.text(of: "PRAGMA user_version") ?? "0") ?? 0
-            let tables = try connection.text(of: "SELECT count(*) FROM sqlite_schema") ?? "0"
-            if tables != "0" && applicationID != Self.applicationID {
-                throw SQLiteFailure(
-                    code: SQLITE_NOTADB,
-                    message: "the file is another application's database (application_id \(applicationID))")
-            }
-            if version > Self.formatVersion {
-                throw SQLiteFailure(
-                    code: SQLITE_NOTADB,
-                    message:
-                        "the file is in format \(version) of a later release; this release reads format \(Self.formatVersion)"
-                )
-            }
-            try connection.execute(
-                """
-                CREATE TABLE IF NOT EXISTS entries (
-                    key TEXT NOT NULL PRIMARY KEY,
-                    data BLOB NOT NULL,
-                    saved_at REAL NOT NULL,
-                    version INTEGER NOT NULL,
-                    metadata BLOB,
-                    size INTEGER NOT NULL,
-                    used INTEGER NOT NULL
-                );
-                CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used);
-                CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
-                INSERT OR IGNORE INTO usage (id, bytes) VALUES (0, 0);
-                PRAGMA application_id = \(Self.applicationID);
-                PRAGMA user_version = \(Self.formatVersion);
-                COMMIT;
-                """)
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
-        }
+        if tables == "0" { try Self.createSchema(in: connection) }
         self.connection = connection
         begin = try connection.prepare("BEGIN IMMEDIATE")
         commit = try connection.prepare("COMMIT")
@@ -138,6 +116,38 @@ final class SQLiteCacheDatabase {
         sizeSavedBefore = try connection.prepare("SELECT total(size) FROM entries WHERE saved_at < ?1")
         deleteSavedBefore = try connection.prepare("DELETE FROM entries WHERE saved_at < ?1")
     }
+
+    /// Creates the tables, in one transaction (another object creating them at the same time
+    /// waits, and then finds them).
+    private static func createSchema(in connection: SQLiteConnection) throws(SQLiteFailure) {
+        try connection.execute("BEGIN IMMEDIATE")
+        do throws(SQLiteFailure) {
+            try connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS entries (
+                    key TEXT NOT NULL PRIMARY KEY,
+                    data BLOB NOT NULL,
+                    saved_at REAL NOT NULL,
+                    version INTEGER NOT NULL,
+                    metadata BLOB,
+                    size INTEGER NOT NULL,
+                    used INTEGER NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used);
+                CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+                INSERT OR IGNORE INTO usage (id, bytes) VALUES (0, 0);
+                PRAGMA application_id = \(Self.applicationID);
+                PRAGMA user_version = \(Self.formatVersion);
+                COMMIT;
+                """)
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Whether the file was renamed or deleted since it was opened.
+    var hasMoved: Bool { connection.hasMoved }
 
     /// What a load found: an entry, nothing, or a row that is not an entry (`reason`).
     enum Loaded {
@@ -265,6 +275,18 @@ final class SQLiteCacheDatabase {
         let keys = try connection.texts(of: "SELECT key FROM entries ORDER BY used")
         let total = Int64(try connection.text(of: "SELECT bytes FROM usage") ?? "0") ?? 0
         return (Int(total), keys)
+    }
+
+    /// What `PRAGMA integrity_check` says (`["ok"]` for a sound file), and a line more when the
+    /// kept usage is not the sum of the entries' sizes: for tests.
+    func integrityCheck() throws(SQLiteFailure) -> [String] {
+        var lines = try connection.texts(of: "PRAGMA integrity_check")
+        let total = try connection.text(of: "SELECT total(size) FROM entries") ?? "0"
+        let kept = try connection.text(of: "SELECT bytes FROM usage") ?? "0"
+        if Double(total) != Double(kept) {
+            lines.append("usage.bytes is \(kept), the entries' sizes add up to \(total)")
+        }
+        return lines
     }
 
     // MARK: - Steps

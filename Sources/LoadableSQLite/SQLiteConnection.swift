@@ -174,6 +174,14 @@ final class SQLiteConnection {
     /// Whether the file was opened for reading only (the system refused writing).
     var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
+    /// Whether the file was renamed or deleted since it was opened (another object moved it
+    /// aside): one `stat` of the path.
+    var hasMoved: Bool {
+        var moved: Int32 = 0
+        sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved)
+        return moved != 0
+    }
+
     /// How long a write waits for another connection's write to end before it fails.
     func setBusyTimeout(milliseconds: Int32) {
         sqlite3_busy_timeout(handle, milliseconds)

@@ -213,29 +213,30 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         try perform { try $0.usage() }
     }
 
+    /// What `PRAGMA integrity_check` says (`["ok"]` for a sound file), and a line more when the
+    /// kept total is not the sum of the entries' sizes.
+    package func integrityCheck() throws -> [String] {
+        try perform { try $0.integrityCheck() }
+    }
+
     // MARK: - The database
 
-    /// Runs `body` on the database, opening it if the last call left none. A file found unusable
-    /// is moved aside and a fresh database opened; the error then says where the file went. A
-    /// file moved by another object is opened again at the path, and `body` run once more.
+    /// Runs `body` on the database, opening it if the last call left none, or if the file was
+    /// moved since (another object moved it aside: the fresh database is at the path). A file
+    /// found unusable is moved aside and a fresh database opened; the error then says where the
+    /// file went.
     private func perform<Result>(
         _ body: (SQLiteCacheDatabase) throws -> Result
     ) throws(SQLiteCacheError) -> Result {
-        if database == nil {
-            let (opened, problem) = try Self.open(filePath)
-            database = opened
-            if let problem { throw problem }
-        }
-        guard let current = database else { throw SQLiteCacheError(path: filePath, code: 0, message: "not open") }
+        let current = try opened()
         do {
             return try body(current)
-        } catch let failure as SQLiteFailure where failure.meansFileMoved {
+        } catch let failure as SQLiteFailure where failure.meansFileMoved || current.hasMoved {
             database = nil
-            let (opened, problem) = try Self.open(filePath)
-            database = opened
-            if let problem { throw problem }
             do {
-                return try body(opened)
+                return try body(try opened())
+            } catch let error as SQLiteCacheError {
+                throw error
             } catch {
                 throw Self.error(error, path: filePath)
             }
@@ -243,13 +244,21 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
             // Close before moving, so that nothing of this connection reaches the fresh file.
             database = nil
             let movedTo = try Self.moveAside(filePath, because: failure)
-            let (opened, problem) = try Self.open(filePath)
-            database = opened
-            if let problem { throw problem }
+            _ = try opened()
             throw SQLiteCacheError(path: filePath, code: failure.code, message: failure.message, movedTo: movedTo)
         } catch {
             throw Self.error(error, path: filePath)
         }
+    }
+
+    /// The open database at the path, opened again when the file there is not the one opened.
+    private func opened() throws(SQLiteCacheError) -> SQLiteCacheDatabase {
+        if let database, !database.hasMoved { return database }
+        database = nil
+        let (opened, problem) = try Self.open(filePath)
+        database = opened
+        if let problem { throw problem }
+        return opened
     }
 
     private static func error(_ error: any Error, path: String) -> SQLiteCacheError {
