@@ -1,5 +1,6 @@
 import Foundation
 import LoadableCaching
+import LoadableSQLite
 import LoadableTestSupport
 import LoadableTesting
 import Testing
@@ -75,6 +76,31 @@ func makeAccountStores(
 @MainActor
 func makeFeedCache(in caches: URL) -> FileLoadableCache {
     FileLoadableCache(directory: caches.appendingPathComponent("loadables"), maxBytes: 50 * 1_024 * 1_024)
+}
+
+@MainActor
+func makeLargeCache(in caches: URL) throws -> SQLiteLoadableCache {
+    try SQLiteLoadableCache(path: caches.appendingPathComponent("loadables.sqlite"), maxBytes: 200 * 1_024 * 1_024)
+}
+
+/// Moves the entries of an earlier release's file cache into the SQLite cache, then deletes the
+/// folder. An entry that does not read is left behind: it is a cache, the next sync fetches it.
+func moveEntries(from files: FileLoadableCache, to database: SQLiteLoadableCache) async throws {
+    for key in try await files.keys() {
+        guard let entry = try? await files.load(key: key) else { continue }
+        try await database.save(entry, key: key)
+    }
+    try FileManager.default.removeItem(at: files.directory)
+}
+
+@MainActor
+func openCache(in caches: URL) async throws -> SQLiteLoadableCache {
+    let database = try makeLargeCache(in: caches)
+    let folder = caches.appendingPathComponent("loadables")
+    if FileManager.default.fileExists(atPath: folder.path) {
+        try await moveEntries(from: FileLoadableCache(directory: folder), to: database)
+    }
+    return database
 }
 
 /// A `fetch` the test answers by hand.
@@ -206,6 +232,36 @@ struct PersistenceGuideTests {
         try await cache.removeEntries(savedBefore: savedAt.addingTimeInterval(60))
         #expect(try await cache.load(key: "old") == nil)
         #expect(try await cache.load(key: "recent") == recent)
+    }
+
+    @Test("moving from files to SQLite: every entry arrives in its scope, the folder goes, a store restores from it")
+    func movingFromFilesToSQLite() async throws {
+        let caches = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: caches) }
+        // The earlier release: a file cache with a store's scope, a long key and metadata.
+        let files = FileLoadableCache(directory: caches.appendingPathComponent("loadables"))
+        var withValidators = try entry(Profile(name: "Ada", followers: 1))
+        withValidators.metadata = ["ETag": "\"7\""]
+        try await files.scoped("profiles/").save(withValidators, key: "1")
+        let long = String(repeating: "é", count: 100)
+        try await files.save(try entry(Profile(name: "Grace", followers: 2)), key: long)
+
+        let database = try await openCache(in: caches)
+        #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("loadables").path))
+        #expect(try await database.load(key: "profiles/1") == withValidators)
+        #expect(try await database.load(key: long) == (try entry(Profile(name: "Grace", followers: 2))))
+        #expect(database.maxBytes == 200 * 1_024 * 1_024)
+        let profiles = LoadableStore<Int, ProfileLoadable>(cache: database.scoped("profiles/"), cacheKey: { "\($0)" }) {
+            _ in
+            ProfileLoadable { Profile(name: "fetched", followers: 0) }
+        }
+        let ada = profiles.lease(1)
+        await profiles.restored(1)
+        #expect(ada.contents == Profile(name: "Ada", followers: 1))
+
+        // The next launch: nothing to move, the entries are still there.
+        let again = try await openCache(in: caches)
+        #expect(try await again.load(key: "profiles/1") == withValidators)
     }
 
     // "Testing".

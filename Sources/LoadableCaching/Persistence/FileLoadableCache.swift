@@ -224,6 +224,35 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
         try Self.throwing(failures)
     }
 
+    /// The keys of the entries in the folder (their NFC forms), sorted: to move the entries to
+    /// another cache, such as a SQLite one, with a ``load(key:)`` and a save of each.
+    ///
+    /// A key is read from its file's name, or, for a name cut with a hash (a key longer than 127
+    /// bytes), from the file's header; a file whose header is not an entry's is left out.
+    ///
+    /// - Returns: The keys; none when the folder does not exist.
+    /// - Throws: ``LoadableCacheError/loadFailed(key:underlying:)`` with an empty key, naming the
+    ///   folder and the system's reason, when the folder cannot be listed.
+    public func keys() throws -> [String] {
+        let path = folder.path
+        let items: [FolderItem]
+        do {
+            guard let listed = try FileIO.list(folder: path) else { return [] }
+            items = listed
+        } catch {
+            throw LoadableCacheError.loadFailed(key: "", underlying: error)
+        }
+        var keys = Set<String>()
+        for item in items where item.isRegularFile && FileCacheFolder.Contents.isEntryName(item.name) {
+            if let key = Self.key(ofName: item.name) {
+                keys.insert(Self.canonical(key))
+            } else if let head = try? Self.head(ofFile: path + "/" + item.name) {
+                keys.insert(Self.canonical(head.key))
+            }
+        }
+        return keys.sorted()
+    }
+
     /// Deletes the entries saved (``CachedEntry/savedAt``) before `date`, read from each file's
     /// header; files whose header is not an entry's are left alone.
     ///
