@@ -244,12 +244,13 @@ struct PersistenceGuideTests {
         withValidators.metadata = ["ETag": "\"7\""]
         try await files.scoped("profiles/").save(withValidators, key: "1")
         let long = String(repeating: "é", count: 100)
-        try await files.save(try entry(Profile(name: "Grace", followers: 2)), key: long)
+        let grace = try entry(Profile(name: "Grace", followers: 2))
+        try await files.save(grace, key: long)
 
         let database = try await openCache(in: caches)
         #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("loadables").path))
         #expect(try await database.load(key: "profiles/1") == withValidators)
-        #expect(try await database.load(key: long) == (try entry(Profile(name: "Grace", followers: 2))))
+        #expect(try await database.load(key: long) == grace)
         #expect(database.maxBytes == 200 * 1_024 * 1_024)
         let profiles = LoadableStore<Int, ProfileLoadable>(cache: database.scoped("profiles/"), cacheKey: { "\($0)" }) {
             _ in
