@@ -15,7 +15,7 @@ import Testing
 
 /// Temporary directories, entries and the on-disk format written out independently of the cache's
 /// own code, for the tests of `FileLoadableCache` (`FileLoadableCacheTests.swift`, `FileCacheCrashTests.swift` and
-/// `FileCacheModelTests.swift`).
+/// `CacheModelTests.swift`), and by the contract tests of every cache kind (`CacheContract*.swift`).
 enum FileCacheFixtures {
     /// A new directory path under the system's temporary directory; nothing is created.
     static func temporaryDirectory(_ label: String = "file-cache") -> URL {

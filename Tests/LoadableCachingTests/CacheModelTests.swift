@@ -1,37 +1,41 @@
 import Foundation
 import LoadableCaching
+import LoadableSQLite
 import LoadableTestSupport
 import LoadableTesting
 import Testing
 
-/// Model-based randomized tests of `FileLoadableCache` and `InMemoryLoadableCache`: 200 seeded
-/// sequences of 40 steps (saves of entries of many sizes, versions and dates, loads, removes,
-/// `removeAll()`, the `removeAll()` of a `scoped(_:)` view, a new cache object on the same
-/// directory as the next launch would make, and the `v1` folder deleted from outside) run against a
-/// reference `[String: CachedEntry]`.
+/// Model-based randomized tests of `FileLoadableCache`, `InMemoryLoadableCache` and
+/// `SQLiteLoadableCache`: 200 seeded sequences of 40 steps (saves of entries of many sizes,
+/// versions, dates and metadata, loads, removes, `removeAll()`, the `removeAll()` of a
+/// `scoped(_:)` view, a new cache object on the same storage as the next launch would make, and
+/// the storage deleted from outside) run against a reference `[String: CachedEntry]`.
 ///
-/// With `maxBytes` (600, 2,000 or 8,000 bytes, by the seed), the reference also keeps the entry
-/// files' sizes and their recency order (by load and save): a save past the limit evicts the
-/// least recently used, an entry larger than the limit is not kept. Two cache objects on the
-/// folder take turns (they share its usage and order); a reopen is a new process (the folder's
-/// state forgotten, both objects made again), whose start must find the same order and total;
-/// an outside clear is followed by one. After every step the usage the process counts (total and
-/// order) must be the model's, and every entry file the bytes of the model's entry (checked on
-/// the files, so that the check does not reorder the entries).
+/// With `maxBytes` (600, 2,000 or 8,000 bytes, by the seed), the reference also keeps the
+/// entries' sizes and their recency order (by load and save): a save past the limit evicts the
+/// least recently used, an entry larger than the limit is not kept. An entry's size is the
+/// kind's: for files the entry file's size, for SQLite the UTF-8 of the key's NFC form, the data
+/// and the metadata's encoding (none when it is empty). Two cache objects on the folder or the
+/// database file take turns (they share its usage and order); a reopen is a new process (for
+/// files the folder's state forgotten; both objects made again), which must find the same order
+/// and total; an outside clear is followed by one. After every step the usage (total and order)
+/// must be the model's, and every entry the model's entry: for files checked on the files' bytes,
+/// for SQLite by loads through a third object without a limit (whose loads do not reorder).
 ///
 /// The keys come from a pool that holds the names' edge cases: the empty key and `-`, short and
 /// unicode keys, a key with `/` and `..`, 127 and 128 bytes (the last key with a plain name and
 /// the first cut one, also with a 2-byte character across the cut), long keys that share their
 /// first 119 bytes (so the same 238-digit start of their names) and a 600-byte key (the
-/// 10,000-character key has a test of its own in `FileLoadableCacheTests.swift`), keys under the
+/// 10,000-character key has a test of its own in `CacheContractTests.swift`), keys under the
 /// scopes' prefixes (one cut), and one key typed precomposed and decomposed (one entry).
 ///
 /// Without a limit, after every step, `load(key:)` of every pool key must give the model's entry (data, date and
 /// version), and the cache must hold exactly the model's keys: for files, one file per entry in
-/// `v1/` and no temporary file; in memory, `keys`. A failing sequence is shrunk and reported with
-/// its seed. The steps run off the main actor, so that each call to the cache is a cheap hop.
-@Suite("FileLoadableCache and InMemoryLoadableCache against a reference model")
-struct FileCacheModelTests {
+/// `v1/` and no temporary file; in memory, `keys`; in SQLite, the keys of `usage()`, whose total
+/// must be the model's too. A failing sequence is shrunk and reported with its seed. The steps
+/// run off the main actor, so that each call to the cache is a cheap hop.
+@Suite("Every cache kind against a reference model")
+struct CacheModelTests {
     /// The keys of the sequences, with the edge cases of file names.
     static let keys: [String] = [
         "",
@@ -66,49 +70,76 @@ struct FileCacheModelTests {
         return "#\(index) \"\(key.prefix(3))…\(key.suffix(3))\" (\(key.utf8.count) bytes)"
     }
 
+    /// The metadata of the sequences' saves: none, one pair, and pairs with empty and unicode strings.
+    static let metadata: [[String: String]] = [
+        [:], ["ETag": "\"x\""], ["": "", "ü": "🙂", "Last-Modified": "Wed, 21 Oct 2026 07:28:00 GMT"],
+    ]
+
     /// Which cache a sequence runs against.
     enum Kind: Equatable, CustomStringConvertible {
         case file
         case inMemory
+        case sqlite
         /// Two `FileLoadableCache` objects on one folder with this `maxBytes`.
         case fileWithLimit(Int)
+        /// Two `SQLiteLoadableCache` objects on one database file with this `maxBytes`.
+        case sqliteWithLimit(Int)
 
         var description: String {
             switch self {
             case .file: "FileLoadableCache"
             case .inMemory: "InMemoryLoadableCache"
+            case .sqlite: "SQLiteLoadableCache"
             case .fileWithLimit(let maxBytes): "FileLoadableCache(maxBytes: \(maxBytes)) × 2"
+            case .sqliteWithLimit(let maxBytes): "SQLiteLoadableCache(maxBytes: \(maxBytes)) × 2"
             }
         }
 
-        var isFile: Bool { self != .inMemory }
+        var maxBytes: Int? {
+            switch self {
+            case .file, .inMemory, .sqlite: nil
+            case .fileWithLimit(let maxBytes), .sqliteWithLimit(let maxBytes): maxBytes
+            }
+        }
+
+        /// The cache kind, for the sizes of its entries.
+        var cacheKind: CacheKind {
+            switch self {
+            case .inMemory: .memory
+            case .file, .fileWithLimit: .file
+            case .sqlite, .sqliteWithLimit: .sqlite
+            }
+        }
     }
 
     /// One step of a sequence. Keys are indices into ``keys``.
     enum Step: Equatable, CustomStringConvertible {
-        case save(key: Int, size: Int, first: UInt8, version: Int, savedAt: Double)
+        case save(key: Int, size: Int, first: UInt8, version: Int, savedAt: Double, metadata: Int)
         case remove(key: Int)
         case load(key: Int)
         /// The `removeAll()` of `cache.scoped(scopes[scope])`.
         case removeScope(Int)
         case removeAll
-        /// A new cache object on the same directory (the next launch); nothing for memory.
+        /// A new cache object on the same storage (the next launch); nothing for memory.
         case reopen
-        /// The `v1` folder deleted by someone else; `removeAll()` for memory.
+        /// The `v1` folder or the database file deleted by someone else (for SQLite between two
+        /// launches); `removeAll()` for memory.
         case clearFromOutside
 
         var entry: CachedEntry? {
-            guard case .save(_, let size, let first, let version, let savedAt) = self else { return nil }
-            return FileCacheFixtures.entry(count: size, first: first, savedAt: savedAt, version: version)
+            guard case .save(_, let size, let first, let version, let savedAt, let metadata) = self else { return nil }
+            return contractEntry(
+                size, first: first, savedAt: savedAt, version: version, metadata: CacheModelTests.metadata[metadata])
         }
 
         var description: String {
             switch self {
-            case .save(let key, let size, let first, let version, let savedAt):
-                "save(\(FileCacheModelTests.label(key)), \(size) bytes from \(first), v\(version), at \(savedAt))"
-            case .remove(let key): "remove(\(FileCacheModelTests.label(key)))"
-            case .load(let key): "load(\(FileCacheModelTests.label(key)))"
-            case .removeScope(let scope): "scoped(\"\(FileCacheModelTests.scopes[scope])\").removeAll()"
+            case .save(let key, let size, let first, let version, let savedAt, let metadata):
+                "save(\(CacheModelTests.label(key)), \(size) bytes from \(first), v\(version), at \(savedAt), "
+                    + "metadata #\(metadata))"
+            case .remove(let key): "remove(\(CacheModelTests.label(key)))"
+            case .load(let key): "load(\(CacheModelTests.label(key)))"
+            case .removeScope(let scope): "scoped(\"\(CacheModelTests.scopes[scope])\").removeAll()"
             case .removeAll: "removeAll"
             case .reopen: "reopen"
             case .clearFromOutside: "clearFromOutside"
@@ -129,6 +160,7 @@ struct FileCacheModelTests {
         var oversizedSaves = 0
         var reorderingLoads = 0
         var scopeRemovalsWithEntries = 0
+        var entriesWithMetadata = 0
 
         mutating func add(_ other: Coverage) {
             overwrites += other.overwrites
@@ -142,6 +174,7 @@ struct FileCacheModelTests {
             oversizedSaves += other.oversizedSaves
             reorderingLoads += other.reorderingLoads
             scopeRemovalsWithEntries += other.scopeRemovalsWithEntries
+            entriesWithMetadata += other.entriesWithMetadata
         }
 
         /// What the sequences with a limit must reach.
@@ -153,6 +186,7 @@ struct FileCacheModelTests {
                 ("scope removals with entries", scopeRemovalsWithEntries),
                 ("reopens with entries", reopensWithEntries),
                 ("saves over an entry", overwrites),
+                ("steps with an entry with metadata", entriesWithMetadata),
             ]
         }
 
@@ -165,6 +199,7 @@ struct FileCacheModelTests {
                 ("saves right after a clear", savesAfterClear),
                 ("steps with 2+ cut keys sharing a name's start", longKeysSharingAPrefixTogether),
                 ("steps with an entry under the empty key", emptyKeyHits),
+                ("steps with an entry with metadata", entriesWithMetadata),
             ]
         }
     }
@@ -177,45 +212,60 @@ struct FileCacheModelTests {
     static func describe(_ entry: CachedEntry?) -> String {
         guard let entry else { return "nil" }
         let first = entry.data.first.map { " from \($0)" } ?? ""
+        let metadata = entry.metadata.isEmpty ? "" : ", \(entry.metadata.count) metadata pairs"
         return
             "\(entry.data.count) bytes\(first), v\(entry.version), at \(entry.savedAt.timeIntervalSinceReferenceDate)"
+            + metadata
     }
 
-    /// The reference model: the entries by key, and, for a limit, the entry files' names in
-    /// recency order (least recent first).
+    /// The reference model: the entries by key, and, for a limit, the entries in recency order
+    /// (least recent first), by the names the cache reports them by (``id(_:)``).
     struct Model {
         var entries: [String: CachedEntry] = [:]
         var order: [String] = []
-        let maxBytes: Int?
+        let kind: Kind
 
-        static func name(_ key: String) -> String { FileLoadableCache.fileName(forKey: key) }
+        var maxBytes: Int? { kind.maxBytes }
+
+        /// How the cache names the entry of `key` in its usage: the file's name, or the NFC key.
+        func id(_ key: String) -> String {
+            kind.cacheKind == .file
+                ? FileLoadableCache.fileName(forKey: key) : key.precomposedStringWithCanonicalMapping
+        }
+
+        /// The bytes `entry` under `key` counts against the limit.
+        func size(_ entry: CachedEntry, key: String) -> Int {
+            CacheSubject.size(of: entry, key: key, kind: kind.cacheKind)
+        }
 
         var totalBytes: Int {
-            entries.reduce(0) { $0 + FileCacheFixtures.fileSize($1.value, key: $1.key) }
+            entries.reduce(0) { $0 + size($1.value, key: $1.key) }
         }
 
         mutating func save(_ entry: CachedEntry, key: String, coverage: inout Coverage) {
-            order.removeAll { $0 == Self.name(key) }
+            let name = id(key)
+            order.removeAll { $0 == name }
             guard let maxBytes else { return entries[key] = entry }
-            if FileCacheFixtures.fileSize(entry, key: key) > maxBytes {
+            if size(entry, key: key) > maxBytes {
                 coverage.oversizedSaves += 1
                 return entries[key] = nil
             }
             entries[key] = entry
-            order.append(Self.name(key))
+            order.append(name)
             if totalBytes > maxBytes { coverage.evictingSaves += 1 }
             while totalBytes > maxBytes {
                 let oldest = order.removeFirst()
-                entries = entries.filter { Self.name($0.key) != oldest }
+                entries = entries.filter { id($0.key) != oldest }
             }
         }
 
         mutating func load(_ key: String, coverage: inout Coverage) -> CachedEntry? {
             guard let entry = entries[key] else { return nil }
             if maxBytes != nil {
-                if order.last != Self.name(key) { coverage.reorderingLoads += 1 }
-                order.removeAll { $0 == Self.name(key) }
-                order.append(Self.name(key))
+                let name = id(key)
+                if order.last != name { coverage.reorderingLoads += 1 }
+                order.removeAll { $0 == name }
+                order.append(name)
             }
             return entry
         }
@@ -223,29 +273,39 @@ struct FileCacheModelTests {
         mutating func remove(where shouldRemove: (String) -> Bool) {
             for key in entries.keys where shouldRemove(key) {
                 entries[key] = nil
-                order.removeAll { $0 == Self.name(key) }
+                let name = id(key)
+                order.removeAll { $0 == name }
             }
         }
     }
 
-    /// The caches of a sequence: one object, or two on one folder that take turns.
+    /// The caches of a sequence: one object, or two on one folder or database file that take
+    /// turns; for SQLite, a third object without a limit, whose loads check the entries without
+    /// reordering them.
     struct Caches {
         let kind: Kind
         let directory: URL
         var objects: [any LoadableCache]
+        var checker: SQLiteLoadableCache?
 
-        init(kind: Kind, directory: URL) {
+        var databaseFile: URL { directory.appendingPathComponent("cache.sqlite") }
+
+        init(kind: Kind, directory: URL) throws {
             self.kind = kind
             self.directory = directory
             objects = []
-            reopen()
+            try reopen()
         }
 
         /// A new process's objects (or, without a limit, a new object as the next launch's).
-        mutating func reopen() {
+        mutating func reopen() throws {
             switch kind {
             case .file: objects = [FileLoadableCache(directory: directory)]
             case .inMemory: if objects.isEmpty { objects = [InMemoryLoadableCache()] }
+            case .sqlite:
+                objects = []
+                checker = try SQLiteLoadableCache(path: databaseFile)
+                objects = [checker!]
             case .fileWithLimit(let maxBytes):
                 objects = []
                 FileLoadableCache.forgetFolder(directory: directory)
@@ -253,6 +313,33 @@ struct FileCacheModelTests {
                     FileLoadableCache(directory: directory, maxBytes: maxBytes),
                     FileLoadableCache(directory: directory, maxBytes: maxBytes),
                 ]
+            case .sqliteWithLimit(let maxBytes):
+                objects = []
+                checker = nil
+                objects = [
+                    try SQLiteLoadableCache(path: databaseFile, maxBytes: maxBytes),
+                    try SQLiteLoadableCache(path: databaseFile, maxBytes: maxBytes),
+                ]
+                checker = try SQLiteLoadableCache(path: databaseFile)
+            }
+        }
+
+        /// Deletes the storage from outside: the `v1` folder (for a limit, a new process then
+        /// sees it), the database file between two launches, every entry in memory.
+        mutating func clearFromOutside() async throws {
+            switch kind {
+            case .file, .fileWithLimit:
+                let folder = directory.appendingPathComponent("v1")
+                if FileCacheFixtures.exists(folder) { try FileManager.default.removeItem(at: folder) }
+                // A process counts its usage itself: it sees an outside change when it starts.
+                if kind != .file { try reopen() }
+            case .sqlite, .sqliteWithLimit:
+                objects = []
+                checker = nil
+                FileCacheFixtures.removeDirectory(directory)
+                try reopen()
+            case .inMemory:
+                try await objects[0].removeAll()
             }
         }
 
@@ -264,19 +351,22 @@ struct FileCacheModelTests {
     static func mismatch(
         in steps: [Step], kind: Kind, coverage: inout Coverage, trace: ((String) -> Void)? = nil
     ) async -> String? {
-        let directory = FileCacheFixtures.temporaryDirectory("file-cache-model")
+        let directory = FileCacheFixtures.temporaryDirectory("cache-model")
         defer { FileCacheFixtures.removeDirectory(directory) }
-        var caches = Caches(kind: kind, directory: directory)
-        var maxBytes: Int?
-        if case .fileWithLimit(let limit) = kind { maxBytes = limit }
-        var model = Model(maxBytes: maxBytes)
+        var caches: Caches
+        do {
+            caches = try Caches(kind: kind, directory: directory)
+        } catch {
+            return "the caches could not be made: \(error)"
+        }
+        var model = Model(kind: kind)
         var cleared = false
         for (index, step) in steps.enumerated() {
             trace?("\(index): \(step)")
             let cache = caches.cache(index)
             do {
                 switch step {
-                case .save(let key, _, _, _, _):
+                case .save(let key, _, _, _, _, _):
                     if model.entries[keys[key]] != nil { coverage.overwrites += 1 }
                     if cleared { coverage.savesAfterClear += 1 }
                     let entry = step.entry!
@@ -305,19 +395,10 @@ struct FileCacheModelTests {
                     model.remove { _ in true }
                 case .reopen:
                     if !model.entries.isEmpty { coverage.reopensWithEntries += 1 }
-                    caches.reopen()
+                    try caches.reopen()
                 case .clearFromOutside:
                     if !model.entries.isEmpty { coverage.clearsWithEntries += 1 }
-                    switch kind {
-                    case .file, .fileWithLimit:
-                        let folder = directory.appendingPathComponent("v1")
-                        if FileCacheFixtures.exists(folder) { try FileManager.default.removeItem(at: folder) }
-                        // A process counts its usage itself: it sees an outside change when it
-                        // starts.
-                        if kind != .file { caches.reopen() }
-                    case .inMemory:
-                        try await cache.removeAll()
-                    }
+                    try await caches.clearFromOutside()
                     model.remove { _ in true }
                 }
             } catch {
@@ -328,6 +409,7 @@ struct FileCacheModelTests {
                 coverage.longKeysSharingAPrefixTogether += 1
             }
             if model.entries[""] != nil { coverage.emptyKeyHits += 1 }
+            if model.entries.values.contains(where: { !$0.metadata.isEmpty }) { coverage.entriesWithMetadata += 1 }
             if let problem = await difference(caches: caches, model: model) {
                 return "after step \(index), \(step): \(problem)"
             }
@@ -347,37 +429,52 @@ struct FileCacheModelTests {
             } catch {
                 return "usage() threw: \(error)"
             }
-            if usage.namesLeastRecentFirst != model.order {
-                return "the recency order is \(usage.namesLeastRecentFirst.map { $0.prefix(12) }), "
-                    + "the model's \(model.order.map { $0.prefix(12) })"
-            }
-            if usage.totalBytes != model.totalBytes {
-                return "the usage is \(usage.totalBytes) bytes, the model's \(model.totalBytes)"
+            if let problem = usageDifference(usage.totalBytes, usage.namesLeastRecentFirst, model: model) {
+                return problem
             }
             for (key, entry) in model.entries {
-                let file = folder.appendingPathComponent(Model.name(key))
-                let expected = FileCacheFixtures.encoded(entry, key: key.precomposedStringWithCanonicalMapping)
+                let file = folder.appendingPathComponent(FileLoadableCache.fileName(forKey: key))
+                let canonical = key.precomposedStringWithCanonicalMapping
+                let expected =
+                    entry.metadata.isEmpty
+                    ? FileCacheFixtures.encoded(entry, key: canonical)
+                    : FileCacheFixtures.encodedWithMetadata(entry, key: canonical)
                 if (try? FileCacheFixtures.bytes(at: file)) != expected {
                     return "the file of \"\(key.prefix(12))\" does not hold \(describe(entry))"
                 }
             }
-        case .file, .inMemory:
-            for (index, key) in keys.enumerated() {
-                let loaded: CachedEntry?
-                do {
-                    loaded = try await caches.cache(0).load(key: key)
-                } catch {
-                    return "load(\(label(index))) threw: \(error)"
+        case .sqlite, .sqliteWithLimit:
+            // The usage (for a limit, its order too), then the entries, through the object without
+            // a limit, whose loads do not reorder them.
+            let usage: (totalBytes: Int, keysLeastRecentFirst: [String])
+            do {
+                usage = try await (caches.cache(0) as! SQLiteLoadableCache).usage()
+            } catch {
+                return "usage() threw: \(error)"
+            }
+            if model.maxBytes != nil {
+                if let problem = usageDifference(usage.totalBytes, usage.keysLeastRecentFirst, model: model) {
+                    return problem
                 }
-                if loaded != model.entries[key] {
-                    return "load(\(label(index))) is \(describe(loaded)), the model has \(describe(model.entries[key]))"
+            } else {
+                let stored = usage.keysLeastRecentFirst.sorted()
+                let expected = model.entries.keys.map { model.id($0) }.sorted()
+                if stored != expected {
+                    return "the database holds the keys \(stored.map { $0.prefix(12) }), "
+                        + "the model \(expected.map { $0.prefix(12) })"
+                }
+                if usage.totalBytes != model.totalBytes {
+                    return "the usage is \(usage.totalBytes) bytes, the model's \(model.totalBytes)"
                 }
             }
+            if let problem = await loadDifference(caches.checker!, model: model) { return problem }
+        case .file, .inMemory:
+            if let problem = await loadDifference(caches.cache(0), model: model) { return problem }
         }
         switch caches.kind {
         case .file, .fileWithLimit:
             let names = FileCacheFixtures.names(in: folder)
-            let expected = model.entries.keys.map { Model.name($0) }.sorted()
+            let expected = model.entries.keys.map { model.id($0) }.sorted()
             if names != expected {
                 return "the v1 folder holds \(names.count) files \(names.map { $0.prefix(12) }), "
                     + "the model \(expected.count) entries \(expected.map { $0.prefix(12) })"
@@ -387,6 +484,37 @@ struct FileCacheModelTests {
             if keys != model.entries.keys.sorted() {
                 return
                     "keys are \(keys.map { $0.prefix(12) }), the model has \(model.entries.keys.sorted().map { $0.prefix(12) })"
+            }
+        case .sqlite, .sqliteWithLimit:
+            break
+        }
+        return nil
+    }
+
+    /// The difference between a cache's usage (total, and names least recently used first) and
+    /// the model's, or `nil`.
+    static func usageDifference(_ totalBytes: Int, _ order: [String], model: Model) -> String? {
+        if order != model.order {
+            return
+                "the recency order is \(order.map { $0.prefix(12) }), the model's \(model.order.map { $0.prefix(12) })"
+        }
+        if totalBytes != model.totalBytes {
+            return "the usage is \(totalBytes) bytes, the model's \(model.totalBytes)"
+        }
+        return nil
+    }
+
+    /// The first pool key whose load through `cache` is not the model's entry, described, or `nil`.
+    static func loadDifference(_ cache: any LoadableCache, model: Model) async -> String? {
+        for (index, key) in keys.enumerated() {
+            let loaded: CachedEntry?
+            do {
+                loaded = try await cache.load(key: key)
+            } catch {
+                return "load(\(label(index))) threw: \(error)"
+            }
+            if loaded != model.entries[key] {
+                return "load(\(label(index))) is \(describe(loaded)), the model has \(describe(model.entries[key]))"
             }
         }
         return nil
@@ -404,10 +532,11 @@ struct FileCacheModelTests {
             let sizes = [0, 1, 7, 40, number(below: 300), number(below: 300), 5_000]
             let versions = [0, 1, 1, 2, -1, .max, .min, number(below: 1_000) - 500]
             let dates = [0, -1.5, 1e9 + 0.25, Double(number(below: 1 << 30)) / 1_024 - 1e5, -63_114_076_800]
+            let metadata = [0, 0, 0, 1, 2]
             return .save(
                 key: number(below: keys.count), size: sizes[number(below: sizes.count)],
                 first: UInt8(number(below: 256)), version: versions[number(below: versions.count)],
-                savedAt: dates[number(below: dates.count)])
+                savedAt: dates[number(below: dates.count)], metadata: metadata[number(below: metadata.count)])
         case 22..<29: return .remove(key: number(below: keys.count))
         case 29..<36: return .load(key: number(below: keys.count))
         case 36..<39: return .removeScope(number(below: scopes.count))
@@ -417,15 +546,16 @@ struct FileCacheModelTests {
         }
     }
 
-    /// Runs 200 seeded sequences of 40 steps against `kind` (for `nil`, a file cache with a limit
-    /// chosen by the seed); reports the first failure, shrunk (and returns `nil` then).
+    /// Runs 200 seeded sequences of 40 steps against the kind `kind` makes of a limit the seed
+    /// chooses (600, 2,000 or 8,000 bytes; a kind without a limit ignores it); reports the first
+    /// failure, shrunk (and returns `nil` then).
     @MainActor
-    static func coverageOfRandomSequences(kind: Kind?) async -> Coverage? {
+    static func coverageOfRandomSequences(kind: @escaping (Int) -> Kind) async -> Coverage? {
         var total = Coverage()
         let matched = await checkRandomSequences(count: 200, baseSeed: 0xF11E_CAC4) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             let limits = [600, 2_000, 8_000]
-            let kind = kind ?? .fileWithLimit(limits[Int(random.next() % UInt64(limits.count))])
+            let kind = kind(limits[Int(random.next() % UInt64(limits.count))])
             return (kind, (0..<40).map { _ in randomStep(&random) })
         } mismatch: { kind, steps in
             var coverage = Coverage()
@@ -438,7 +568,7 @@ struct FileCacheModelTests {
 
     @Test("200 random sequences of saves, loads, removes, scope and full removals, reopens and outside clears on files")
     func fileCache() async {
-        guard let coverage = await Self.coverageOfRandomSequences(kind: .file) else { return }
+        guard let coverage = await Self.coverageOfRandomSequences(kind: { _ in .file }) else { return }
         for (name, count) in coverage.counters {
             #expect(count >= 10, "\(name): \(count)")
         }
@@ -446,7 +576,15 @@ struct FileCacheModelTests {
 
     @Test("the same sequences match the model in memory")
     func inMemoryCache() async {
-        guard let coverage = await Self.coverageOfRandomSequences(kind: .inMemory) else { return }
+        guard let coverage = await Self.coverageOfRandomSequences(kind: { _ in .inMemory }) else { return }
+        for (name, count) in coverage.counters {
+            #expect(count >= 10, "\(name): \(count)")
+        }
+    }
+
+    @Test("the same sequences match the model in SQLite, with the usage's keys and total")
+    func sqliteCache() async {
+        guard let coverage = await Self.coverageOfRandomSequences(kind: { _ in .sqlite }) else { return }
         for (name, count) in coverage.counters {
             #expect(count >= 10, "\(name): \(count)")
         }
@@ -454,7 +592,15 @@ struct FileCacheModelTests {
 
     @Test("the same sequences with maxBytes and two objects on the folder match the model's LRU order and usage")
     func fileCacheWithLimit() async {
-        guard let coverage = await Self.coverageOfRandomSequences(kind: nil) else { return }
+        guard let coverage = await Self.coverageOfRandomSequences(kind: { .fileWithLimit($0) }) else { return }
+        for (name, count) in coverage.limitCounters {
+            #expect(count >= 10, "\(name): \(count)")
+        }
+    }
+
+    @Test("the same sequences with maxBytes and two objects on the database match the model's LRU order and usage")
+    func sqliteCacheWithLimit() async {
+        guard let coverage = await Self.coverageOfRandomSequences(kind: { .sqliteWithLimit($0) }) else { return }
         for (name, count) in coverage.limitCounters {
             #expect(count >= 10, "\(name): \(count)")
         }
