@@ -13,7 +13,8 @@ internal import LoadableCaching
 /// CREATE TABLE entries (
 ///     key TEXT NOT NULL PRIMARY KEY,  -- the key's NFC form
 ///     data BLOB NOT NULL,
-///     saved_at REAL NOT NULL,         -- seconds since 2001-01-01
+///     saved_at NOT NULL,              -- seconds since 2001-01-01, a REAL (no declared type,
+///                                     -- so that SQLite keeps it as given, -0.0 included)
 ///     version INTEGER NOT NULL,
 ///     metadata BLOB,                  -- NULL when empty, else as in the file cache's LDC2 files
 ///     size INTEGER NOT NULL,          -- bytes of key, data and metadata: what maxBytes counts
@@ -37,12 +38,16 @@ final class SQLiteCacheDatabase {
     private let selectTouching: SQLiteStatement
     private let sizeOfKey: SQLiteStatement
     private let upsert: SQLiteStatement
+    private let readUsage: SQLiteStatement
     private let addUsage: SQLiteStatement
     private let deleteKey: SQLiteStatement
     private let leastRecent: SQLiteStatement
     private let deleteRow: SQLiteStatement
     private let sizeOfRange: SQLiteStatement
     private let deleteRange: SQLiteStatement
+    private let sizeAfter: SQLiteStatement
+    private let deleteAfter: SQLiteStatement
+    private let joinedAfterPrefix: SQLiteStatement
     private let deleteEverything: SQLiteStatement
     private let sizeSavedBefore: SQLiteStatement
     private let deleteSavedBefore: SQLiteStatement
@@ -106,12 +111,21 @@ final class SQLiteCacheDatabase {
                 version = excluded.version, metadata = excluded.metadata, size = excluded.size,
                 used = excluded.used
             """)
+        readUsage = try connection.prepare("SELECT bytes FROM usage WHERE id = 0")
         addUsage = try connection.prepare("UPDATE usage SET bytes = bytes + ?1 WHERE id = 0 RETURNING bytes")
         deleteKey = try connection.prepare("DELETE FROM entries WHERE key = ?1 RETURNING size")
         leastRecent = try connection.prepare("SELECT rowid, size FROM entries ORDER BY used")
         deleteRow = try connection.prepare("DELETE FROM entries WHERE rowid = ?1")
         sizeOfRange = try connection.prepare("SELECT total(size) FROM entries WHERE key >= ?1 AND key < ?2")
         deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2")
+        sizeAfter = try connection.prepare("SELECT total(size) FROM entries WHERE key > ?1 AND key < ?2")
+        deleteAfter = try connection.prepare("DELETE FROM entries WHERE key > ?1 AND key < ?2")
+        joinedAfterPrefix = try connection.prepare(
+            """
+            SELECT CAST(key AS BLOB) FROM entries WHERE key >= ?1 AND key < ?2
+                AND (substr(CAST(key AS BLOB), ?3, 1) >= x'80' OR substr(CAST(key AS BLOB), ?3, 1) = x'0a')
+            ORDER BY key
+            """)
         deleteEverything = try connection.prepare("DELETE FROM entries")
         sizeSavedBefore = try connection.prepare("SELECT total(size) FROM entries WHERE saved_at < ?1")
         deleteSavedBefore = try connection.prepare("DELETE FROM entries WHERE saved_at < ?1")
@@ -127,7 +141,7 @@ final class SQLiteCacheDatabase {
                 CREATE TABLE IF NOT EXISTS entries (
                     key TEXT NOT NULL PRIMARY KEY,
                     data BLOB NOT NULL,
-                    saved_at REAL NOT NULL,
+                    saved_at NOT NULL,
                     version INTEGER NOT NULL,
                     metadata BLOB,
                     size INTEGER NOT NULL,
@@ -227,20 +241,50 @@ final class SQLiteCacheDatabase {
         // Valid UTF-8 ends with a byte under 0xC0: adding one never carries.
         successor.append(last + 1)
         try transaction { () throws(SQLiteFailure) in
-            defer {
-                sizeOfRange.reset()
-                deleteRange.reset()
+            // A key whose bytes start with the prefix but whose next character joins the prefix's
+            // last one (a combining accent, a joined emoji, a line feed after a carriage return)
+            // does not start with it as Swift compares strings: it stays. Only a key whose next
+            // byte is not ASCII, or is a line feed, can be one; the rest goes by ranges.
+            var kept: [[UInt8]] = []
+            do {
+                defer { joinedAfterPrefix.reset() }
+                try joinedAfterPrefix.bind(1, text: prefix)
+                try joinedAfterPrefix.bind(2, textBytes: successor)
+                joinedAfterPrefix.bind(3, Int64(prefix.utf8.count + 1))
+                while try joinedAfterPrefix.step() {
+                    let key = joinedAfterPrefix.bytes(0)
+                    if !String(decoding: key, as: UTF8.self).hasPrefix(prefix) { kept.append(key) }
+                }
             }
-            try sizeOfRange.bind(1, text: prefix)
-            try sizeOfRange.bind(2, textBytes: successor)
-            _ = try sizeOfRange.step()
-            let freed = Int64(sizeOfRange.double(0))
-            try deleteRange.bind(1, text: prefix)
-            try deleteRange.bind(2, textBytes: successor)
-            try deleteRange.run()
+            var freed: Int64 = 0
+            var lower = Array(prefix.utf8)
+            for upper in kept + [successor] {
+                freed += try removeRange(after: lower, including: lower.count == prefix.utf8.count, before: upper)
+                lower = upper
+            }
             _ = try addToUsage(-freed)
         }
         try releaseFreeSpace()
+    }
+
+    /// Removes the keys between `lower` (included or not) and `upper` (not included); returns
+    /// the bytes freed.
+    private func removeRange(
+        after lower: [UInt8], including: Bool, before upper: [UInt8]
+    ) throws(SQLiteFailure) -> Int64 {
+        let (size, delete) = including ? (sizeOfRange, deleteRange) : (sizeAfter, deleteAfter)
+        defer {
+            size.reset()
+            delete.reset()
+        }
+        try size.bind(1, textBytes: lower)
+        try size.bind(2, textBytes: upper)
+        _ = try size.step()
+        let freed = Int64(size.double(0))
+        try delete.bind(1, textBytes: lower)
+        try delete.bind(2, textBytes: upper)
+        try delete.run()
+        return freed
     }
 
     /// Removes every entry.
@@ -268,6 +312,16 @@ final class SQLiteCacheDatabase {
             _ = try addToUsage(-freed)
         }
         try releaseFreeSpace()
+    }
+
+    /// Removes the least recently used entries until the total is at or under `limit`: for a
+    /// limit lowered since the entries were saved, when a cache object opens the file.
+    func enforce(limit: Int) throws(SQLiteFailure) {
+        guard try usageBytes() > Int64(limit) else { return }
+        try transaction { () throws(SQLiteFailure) in
+            let total = try usageBytes()
+            if total > Int64(limit) { try evict(excess: total - Int64(limit)) }
+        }
     }
 
     /// The bytes `maxBytes` counts, and the keys from least to most recently used: for tests.
@@ -333,7 +387,8 @@ final class SQLiteCacheDatabase {
     }
 
     private func usageBytes() throws(SQLiteFailure) -> Int64 {
-        try addToUsage(0)
+        defer { readUsage.reset() }
+        return try readUsage.step() ? readUsage.int64(0) : 0
     }
 
     /// Removes the least recently used entries until at least `excess` bytes are freed.

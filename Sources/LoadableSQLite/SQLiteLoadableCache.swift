@@ -44,7 +44,9 @@ public import LoadableCaching
 /// metadata's bytes) add up to at most `maxBytes`: a save that passes it removes the least
 /// recently used entries (by load or save) in the same transaction. An entry larger than
 /// `maxBytes` on its own is not kept: its save removes the key's old entry and does not throw.
-/// The total is kept in the database, so every object and process on the file agrees on it. With
+/// The total is kept in the database, so every object and process on the file agrees on it; an
+/// object opened with a limit lower than the total (lowered since the last launch) evicts down to
+/// it at once. With
 /// a limit, each load also marks its entry used (a small write). The file itself is larger than
 /// the entries by SQLite's pages and indexes; space that removals free is given back to the
 /// system.
@@ -93,7 +95,10 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
                 path: filePath, code: 0,
                 message: "its folder \(folder.path) could not be made: \(Self.reason(of: error))")
         }
-        (database, unreported) = try Self.open(filePath)
+        let (opened, problem) = try Self.open(filePath)
+        if let maxBytes { try? opened.enforce(limit: maxBytes) }
+        database = opened
+        unreported = problem
     }
 
     // MARK: - LoadableCache
@@ -256,6 +261,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         if let database, !database.hasMoved { return database }
         database = nil
         let (opened, problem) = try Self.open(filePath)
+        if let maxBytes { try? opened.enforce(limit: maxBytes) }
         database = opened
         if let problem { throw problem }
         return opened

@@ -61,6 +61,15 @@ struct CacheSubject: Sendable {
         try self.init(kind.kind, maxBytes: maxBytes)
     }
 
+    /// Another object of a bounded kind on `directory` (another subject's): as the next launch
+    /// opens it, with `maxBytes`. The first subject cleans up.
+    init(_ kind: BoundedCacheKind, directory: URL, maxBytes: Int?) throws {
+        self.kind = kind.kind
+        self.maxBytes = maxBytes
+        self.directory = directory
+        cache = try Self.make(kind.kind, directory: directory, maxBytes: maxBytes)
+    }
+
     /// The SQLite database file of a subject of kind `.sqlite`.
     var databaseFile: URL { directory.appendingPathComponent("cache.sqlite") }
 

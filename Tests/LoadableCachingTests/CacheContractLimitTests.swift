@@ -62,6 +62,22 @@ struct CacheContractLimitTests {
     }
 
     @Test(
+        "a limit lowered since the last launch evicts the least recently used at the first use",
+        arguments: BoundedCacheKind.allCases)
+    func loweredLimit(kind: BoundedCacheKind) async throws {
+        let subject = try CacheSubject(kind, maxBytes: 400)
+        defer { subject.cleanUp() }
+        for (index, key) in ["a", "b", "c", "d"].enumerated() {
+            try await subject.cache.save(Self.entry(UInt8(index), in: kind), key: key)
+        }
+        _ = try await subject.cache.load(key: "a")
+        // The next launch, with a lower limit: its first call finds the total within it.
+        let lowered = try CacheSubject(kind, directory: subject.directory, maxBytes: 250)
+        #expect(try await lowered.cache.load(key: "zz") == nil)
+        #expect(try await lowered.usage(keys: ["a", "b", "c", "d"]) == (200, ["d", "a"]))
+    }
+
+    @Test(
         "an entry larger than maxBytes is not kept, its key's old entry is removed, and the save does not throw",
         arguments: BoundedCacheKind.allCases)
     func oversizedEntry(kind: BoundedCacheKind) async throws {
