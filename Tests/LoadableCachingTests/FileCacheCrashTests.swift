@@ -43,15 +43,6 @@ struct FileCacheCrashTests {
     /// The sizes of the two entries' files.
     static let wholeSizes = Set([small, large].map { 40 + key.utf8.count + $0.data.count })
 
-    /// The number of saves finished in the child, shared with its killing thread.
-    final class Progress: @unchecked Sendable {
-        private let lock = NSLock()
-        private var saves = 0
-
-        var finishedSaves: Int { lock.withLock { saves } }
-        func finishSave() { lock.withLock { saves += 1 } }
-    }
-
     /// When the child kills itself.
     enum Moment: CustomStringConvertible {
         /// After `saves` saves, then `spins` yields of the thread.
@@ -81,7 +72,7 @@ struct FileCacheCrashTests {
         }
 
         /// Waits for the moment (polling at most a few seconds), on the killing thread.
-        func wait(progress: Progress, folder: String, entryFile: String) {
+        func wait(progress: SaveProgress, folder: String, entryFile: String) {
             func spin(_ count: Int) {
                 for _ in 0..<count { sched_yield() }
             }
@@ -113,7 +104,7 @@ struct FileCacheCrashTests {
     static func saveUntilKilled(directory: String, seed: UInt64) async throws {
         let cache = FileLoadableCache(directory: URL(fileURLWithPath: directory, isDirectory: true))
         try await cache.save(small, key: key)
-        let progress = Progress()
+        let progress = SaveProgress()
         progress.finishSave()
         let moment = Moment(seed: seed)
         let folder = cache.entriesDirectory.path
@@ -211,13 +202,8 @@ struct FileCacheCrashTests {
         var random = SeededRandomNumberGenerator(seed: seed)
         let saves = Int.random(in: 1...40, using: &random)
         let spins = Int.random(in: 0..<500, using: &random)
-        let progress = Progress()
-        let killer = Thread {
-            while progress.finishedSaves < saves { sched_yield() }
-            for _ in 0..<spins { sched_yield() }
-            kill(getpid(), SIGKILL)
-        }
-        killer.start()
+        let progress = SaveProgress()
+        progress.killProcess(afterSaves: saves, spins: spins)
         var index = 0
         while true {
             try await cache.save(evictionEntry(index), key: evictionKeys[index % evictionKeys.count])

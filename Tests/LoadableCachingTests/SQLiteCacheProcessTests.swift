@@ -35,15 +35,6 @@ struct SQLiteCacheCrashTests {
         return entry
     }
 
-    /// The number of saves finished in the child, shared with its killing thread.
-    final class Progress: @unchecked Sendable {
-        private let lock = NSLock()
-        private var saves = 0
-
-        var finishedSaves: Int { lock.withLock { saves } }
-        func finishSave() { lock.withLock { saves += 1 } }
-    }
-
     /// The child: saves entry after entry until its killing thread kills it.
     static func saveUntilKilled(path: String, seed: UInt64) async throws {
         let cache = try SQLiteLoadableCache(
@@ -51,13 +42,8 @@ struct SQLiteCacheCrashTests {
         var random = SeededRandomNumberGenerator(seed: seed)
         let saves = Int.random(in: 1...80, using: &random)
         let spins = Int.random(in: 0..<5_000, using: &random)
-        let progress = Progress()
-        let killer = Thread {
-            while progress.finishedSaves < saves { sched_yield() }
-            for _ in 0..<spins { sched_yield() }
-            kill(getpid(), SIGKILL)
-        }
-        killer.start()
+        let progress = SaveProgress()
+        progress.killProcess(afterSaves: saves, spins: spins)
         var index = 0
         while true {
             try await cache.save(entry(index), key: keys[index % keys.count])
