@@ -24,7 +24,8 @@ import LoadableSQLite
 /// - Against GRDB 7.10.0 (`DatabaseQueue`, the same system SQLite): the same 1,000 keys with
 ///   about 1 KB each, upserted (each its own `BEGIN IMMEDIATE` transaction) and read back by key,
 ///   in random order, all sides taking turns in chunks of 100, each chunk from one task off the
-///   main actor. See ``GRDBEntries`` for what each GRDB side does.
+///   main actor. See ``GRDBEntries`` for what each GRDB side does. A `FileLoadableCache` called
+///   the same way runs beside them, for context: the cache's own share of the round trip above.
 @MainActor
 func runSQLiteCache(_ settings: Settings, into report: inout Report) async {
     print("sqlite-cache: databases in \(sqliteScratch.path) (TMPDIR moves them), deleted at the end")
@@ -61,10 +62,13 @@ private func mustSucceed<Result>(_ what: String, _ body: () throws -> Result) ->
     }
 }
 
-/// The entry the scenario saves for `payload`: the payload, a fixed date, version 1, no
-/// metadata (what `persist(in:key:)` saves for a plain loadable).
-private func cachedEntry(_ payload: Data) -> CachedEntry {
-    CachedEntry(data: payload, savedAt: Date(timeIntervalSinceReferenceDate: 800_000_000), version: 1)
+/// The entry the scenario saves for `payload`: the payload, a date `stamp` seconds after a fixed
+/// one, version 1, no metadata (what `persist(in:key:)` saves for a plain loadable). Each timed
+/// save has its own stamp, so that it changes its row: SQLite does not write a page whose cell
+/// a save leaves byte for byte the same (a plain upsert of the same entry writes nothing).
+private func cachedEntry(_ payload: Data, stamp: Int = 0) -> CachedEntry {
+    CachedEntry(
+        data: payload, savedAt: Date(timeIntervalSinceReferenceDate: 800_000_000 + Double(stamp)), version: 1)
 }
 
 /// Indices in `0..<bound`, drawn with a fixed seed (SplitMix64), so that every side and run reads
@@ -200,12 +204,13 @@ private final class SizedCache: @unchecked Sendable {
         self.picks = randomIndices(picks, below: size, seed: seed)
     }
 
-    /// The next `count` random keys, each with the payload its fill saved there.
-    private func next(_ count: Int) -> [(key: String, payload: Data)] {
+    /// The next `count` random keys, each with the payload its fill saved there and a stamp of
+    /// its own.
+    private func next(_ count: Int) -> [(key: String, payload: Data, stamp: Int)] {
         (0..<count).map { _ in
             let index = picks[cursor % picks.count]
             cursor += 1
-            return (scopedKey(index), payloads[index % payloads.count])
+            return (scopedKey(index), payloads[index % payloads.count], cursor)
         }
     }
 
@@ -215,9 +220,9 @@ private final class SizedCache: @unchecked Sendable {
         let cache = cache
         return await Task.detached {
             let watch = Stopwatch.start()
-            for (key, payload) in work {
+            for (key, payload, stamp) in work {
                 do {
-                    try await cache.save(cachedEntry(payload), key: key)
+                    try await cache.save(cachedEntry(payload, stamp: stamp), key: key)
                 } catch {
                     fatalError("sqlite-cache benchmark: saving \(key) failed: \(error)")
                 }
@@ -233,7 +238,7 @@ private final class SizedCache: @unchecked Sendable {
         return await Task.detached {
             var bytes = 0
             let watch = Stopwatch.start()
-            for (key, _) in work {
+            for (key, _, _) in work {
                 do {
                     bytes += try await cache.load(key: key)?.data.count ?? 0
                 } catch {
@@ -383,11 +388,12 @@ private final class Workload: @unchecked Sendable {
         order = randomIndices(picks, below: payloads.count, seed: 4)
     }
 
-    /// The next `count` indices (each side has its own workload, and all draw the same sequence).
-    func next(_ count: Int) -> [Int] {
+    /// The next `count` indices, each with a stamp of its own (each side has its own workload,
+    /// and all draw the same sequence).
+    func next(_ count: Int) -> [(index: Int, stamp: Int)] {
         (0..<count).map { _ in
-            defer { cursor += 1 }
-            return order[cursor % order.count]
+            cursor += 1
+            return (order[(cursor - 1) % order.count], cursor)
         }
     }
 }
@@ -413,9 +419,9 @@ private final class LibrarySide: EntrySide {
         let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
         return await Task.detached {
             let watch = Stopwatch.start()
-            for index in indices {
+            for (index, stamp) in indices {
                 do {
-                    try await cache.save(cachedEntry(payloads[index]), key: keys[index])
+                    try await cache.save(cachedEntry(payloads[index], stamp: stamp), key: keys[index])
                 } catch {
                     fatalError("sqlite-cache benchmark: saving \(keys[index]) failed: \(error)")
                 }
@@ -430,7 +436,7 @@ private final class LibrarySide: EntrySide {
         return await Task.detached {
             var bytes = 0
             let watch = Stopwatch.start()
-            for index in indices {
+            for (index, _) in indices {
                 do {
                     bytes += try await cache.load(key: keys[index])?.data.count ?? 0
                 } catch {
@@ -438,7 +444,65 @@ private final class LibrarySide: EntrySide {
                 }
             }
             let sample = watch.stop()
-            precondition(bytes == indices.reduce(0) { $0 + payloads[$1].count }, "a load found another entry")
+            precondition(bytes == indices.reduce(0) { $0 + payloads[$1.index].count }, "a load found another entry")
+            return sample
+        }.value
+    }
+}
+
+/// `FileLoadableCache`, called the same way as ``LibrarySide`` (a file per key: `open`, `write`,
+/// `rename` per save, `open`, `read` per load): where the cache's own part of the persistence
+/// round trip stands, for context.
+private final class FileSide: EntrySide {
+    let cache: FileLoadableCache
+    let workload: Workload
+
+    init(workload: Workload) async {
+        self.workload = workload
+        cache = FileLoadableCache(directory: scratchPath("file-side"))
+        let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
+        await Task.detached {
+            for (key, payload) in zip(keys, payloads) {
+                do {
+                    try await cache.save(cachedEntry(payload), key: key)
+                } catch {
+                    fatalError("sqlite-cache benchmark: saving \(key) failed: \(error)")
+                }
+            }
+        }.value
+    }
+
+    func saves(_ count: Int) async -> Sample {
+        let indices = workload.next(count)
+        let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
+        return await Task.detached {
+            let watch = Stopwatch.start()
+            for (index, stamp) in indices {
+                do {
+                    try await cache.save(cachedEntry(payloads[index], stamp: stamp), key: keys[index])
+                } catch {
+                    fatalError("sqlite-cache benchmark: saving \(keys[index]) failed: \(error)")
+                }
+            }
+            return watch.stop()
+        }.value
+    }
+
+    func loads(_ count: Int) async -> Sample {
+        let indices = workload.next(count)
+        let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
+        return await Task.detached {
+            var bytes = 0
+            let watch = Stopwatch.start()
+            for (index, _) in indices {
+                do {
+                    bytes += try await cache.load(key: keys[index])?.data.count ?? 0
+                } catch {
+                    fatalError("sqlite-cache benchmark: loading \(keys[index]) failed: \(error)")
+                }
+            }
+            let sample = watch.stop()
+            precondition(bytes == indices.reduce(0) { $0 + payloads[$1.index].count }, "a load found another entry")
             return sample
         }.value
     }
@@ -594,13 +658,13 @@ private final class GRDBEntries: EntrySide {
         let (keys, payloads) = (workload.keys, workload.payloads)
         return await Task.detached { [self] in
             let watch = Stopwatch.start()
-            for index in indices {
+            for (index, stamp) in indices {
                 do {
                     if kind == .idiomatic {
-                        let (entry, key) = (cachedEntry(payloads[index]), keys[index])
+                        let (entry, key) = (cachedEntry(payloads[index], stamp: stamp), keys[index])
                         try await queue.write { db in try Self.upsertAsTheLibraryDoes(entry, key: key, in: db) }
                     } else {
-                        try save(cachedEntry(payloads[index]), key: keys[index])
+                        try save(cachedEntry(payloads[index], stamp: stamp), key: keys[index])
                     }
                 } catch {
                     fatalError("sqlite-cache benchmark: GRDB saving \(keys[index]) failed: \(error)")
@@ -616,7 +680,7 @@ private final class GRDBEntries: EntrySide {
         return await Task.detached { [self] in
             var bytes = 0
             let watch = Stopwatch.start()
-            for index in indices {
+            for (index, _) in indices {
                 do {
                     let key = keys[index]
                     let found: CachedEntry?
@@ -631,7 +695,7 @@ private final class GRDBEntries: EntrySide {
                 }
             }
             let sample = watch.stop()
-            precondition(bytes == indices.reduce(0) { $0 + payloads[$1].count }, "a load found another entry")
+            precondition(bytes == indices.reduce(0) { $0 + payloads[$1.index].count }, "a load found another entry")
             return sample
         }.value
     }
@@ -645,11 +709,12 @@ private func runAgainstGRDB(_ payloads: [Data], _ settings: Settings, into repor
     func workload() -> Workload { Workload(payloads: payloads, picks: count) }
     let names = [
         "SQLiteLoadableCache", "GRDB, the library's statements", "GRDB, plain upsert (the issue's schema)",
-        "GRDB, same statements, async write/read",
+        "GRDB, same statements, async write/read", "FileLoadableCache (context)",
     ]
     let sides: [any EntrySide] = [
         await LibrarySide(workload: workload()), GRDBEntries(.sameStatements, workload: workload()),
         GRDBEntries(.plain, workload: workload()), GRDBEntries(.idiomatic, workload: workload()),
+        await FileSide(workload: workload()),
     ]
     let saves = await interleavedRounds(
         runs: runs, count: count, chunk: chunk, sides: sides.map { side in { await side.saves($0) } })
