@@ -30,6 +30,15 @@ struct Settings {
     var httpWarmUpRequests = 100
     /// GETs per side and round answered by a scripted transport, without a socket.
     var httpOverheadRequests = 20_000
+    /// Entries of about 1 KB per side of the `sqlite-cache` scenario's round trips, its timed saves
+    /// and loads per round, and the size of its small cache.
+    var sqliteEntries = 1_000
+    /// Entries of the `sqlite-cache` scenario's large cache (and of the scope it removes).
+    var sqliteLargeEntries = 100_000
+    /// Entries outside that scope in the same cache.
+    var sqliteOutsideEntries = 10_000
+    /// Scopes of `sqliteLargeEntries` removed (each but the first in a freshly filled cache).
+    var sqliteScopeRemovals = 2
     /// Whether the `http-overhead` scenario runs every job on the main queue (for valgrind).
     var runsOnMainQueueOnly = false
     /// Changes of 200 B enqueued and saved per side and run of the outbox scenario.
@@ -58,7 +67,8 @@ struct Settings {
         waitCounts: [2_000], expiryCounts: [2_000], memoryInstances: 10_000, storeLeaseOperations: 20_000,
         storeExpiryCounts: [10_000], storeInvalidateCount: 10_000, storeMemoryEntries: 10_000, mutations: 10_000,
         syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20,
-        httpOverheadRequests: 2_000, runsOnMainQueueOnly: true, outboxChanges: 100, outboxStallChanges: 100,
+        httpOverheadRequests: 2_000, sqliteEntries: 200, sqliteLargeEntries: 10_000, sqliteOutsideEntries: 1_000,
+        sqliteScopeRemovals: 1, runsOnMainQueueOnly: true, outboxChanges: 100, outboxStallChanges: 100,
         observationChanges: 2_000, observationScopes: 5)
 }
 
@@ -69,7 +79,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
-        "http", "http-overhead", "http-send", "outbox", "observation",
+        "http", "http-overhead", "http-send", "outbox", "observation", "sqlite-cache",
     ]
 
     static func main() async throws {
@@ -132,6 +142,7 @@ struct LoadableBenchmarks {
         if wants("http-send") { await runHTTPSend(settings, into: &report) }
         if wants("outbox") { await runOutbox(settings, into: &report) }
         if wants("observation") { await runObservation(settings, into: &report) }
+        if wants("sqlite-cache") { await runSQLiteCache(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {

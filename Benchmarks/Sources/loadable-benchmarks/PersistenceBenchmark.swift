@@ -36,7 +36,7 @@ import LoadableCaching
 ///   call the cache directly from one task.
 @MainActor
 func runPersistence(_ settings: Settings, into report: inout Report) async {
-    let values = (0..<settings.persistenceEntries).map(Item.init(index:))
+    let values = (0..<settings.persistenceEntries).map(PersistedItem.init(index:))
     let encoder = JSONEncoder()
     let bytes = values.reduce(0) { total, value in total + ((try? encoder.encode(value).count) ?? 0) }
     let averageBytes = bytes / max(values.count, 1)
@@ -47,8 +47,9 @@ func runPersistence(_ settings: Settings, into report: inout Report) async {
     await runEviction(settings, into: &report)
 }
 
-/// The contents of one entry: a post with its text, tags and counts, about 1 KB as JSON.
-private struct Item: Codable, Equatable, Sendable {
+/// The contents of one entry: a post with its text, tags and counts, about 1 KB as JSON. (The
+/// `sqlite-cache` scenario persists the same values.)
+struct PersistedItem: Codable, Equatable, Sendable {
     var id: Int
     var title: String
     var author: String
@@ -74,8 +75,8 @@ private struct Item: Codable, Equatable, Sendable {
     }
 }
 
-/// A loadable of one ``Item``: its contents are set from outside, so it never syncs.
-private final class ItemLoadable: Loadable<Item> {
+/// A loadable of one ``PersistedItem``: its contents are set from outside, so it never syncs.
+final class PersistedItemLoadable: Loadable<PersistedItem> {
     override func doSync() {}
 }
 
@@ -105,7 +106,7 @@ private func mustSucceed<Result>(_ what: String, _ body: () throws -> Result) ->
 // MARK: - Save + restore
 
 /// One save + restore of every value: the saves, then the restores.
-private struct RoundTrip {
+struct RoundTrip {
     var save: Sample
     var restore: Sample
     /// Of ``save`` and ``restore``, the time on the main actor before `flush()`: the library's
@@ -133,7 +134,7 @@ private struct FloorRun {
 
 @MainActor
 private func runRoundTrips(
-    _ values: [Item], averageBytes: Int, _ settings: Settings, into report: inout Report
+    _ values: [PersistedItem], averageBytes: Int, _ settings: Settings, into report: inout Report
 ) async {
     let count = values.count
     let runs = max(settings.runs, 1)
@@ -247,19 +248,26 @@ private func runRoundTrips(
 /// The library's path: loadables persisted in a ``FileLoadableCache``, saved, then restored by new
 /// loadables.
 @MainActor
-private func libraryRoundTrip(_ values: [Item], maxBytes: Int? = nil) async -> RoundTrip {
+private func libraryRoundTrip(_ values: [PersistedItem], maxBytes: Int? = nil) async -> RoundTrip {
     let directory = temporaryDirectory("library")
-    let cache = FileLoadableCache(directory: directory, maxBytes: maxBytes)
+    return await persistRoundTrip(values, in: FileLoadableCache(directory: directory, maxBytes: maxBytes))
+}
+
+/// Loadables persisted in `cache` under `item-<i>` (`persist(in:key:)` + `setContents`, then
+/// `flush()`), then new loadables restoring the same keys (`flush()`), whose contents are checked.
+/// Also used by the `sqlite-cache` scenario.
+@MainActor
+func persistRoundTrip(_ values: [PersistedItem], in cache: any LoadableCache) async -> RoundTrip {
     var errors = 0
-    var saved: [ItemLoadable] = []
+    var saved: [PersistedItemLoadable] = []
     saved.reserveCapacity(values.count)
-    var restored: [ItemLoadable] = []
+    var restored: [PersistedItemLoadable] = []
     restored.reserveCapacity(values.count)
 
     let saveWatch = Stopwatch.start()
     var persistence: LoadablePersistence?
     for (index, value) in values.enumerated() {
-        let loadable = ItemLoadable()
+        let loadable = PersistedItemLoadable()
         persistence = loadable.persist(in: cache, key: key(index), onError: { _ in errors += 1 })
         loadable.setContents(value)
         saved.append(loadable)
@@ -270,7 +278,7 @@ private func libraryRoundTrip(_ values: [Item], maxBytes: Int? = nil) async -> R
 
     let restoreWatch = Stopwatch.start()
     for index in values.indices {
-        let loadable = ItemLoadable()
+        let loadable = PersistedItemLoadable()
         persistence = loadable.persist(in: cache, key: key(index), onError: { _ in errors += 1 })
         restored.append(loadable)
     }
@@ -288,14 +296,14 @@ private func libraryRoundTrip(_ values: [Item], maxBytes: Int? = nil) async -> R
 /// The codec and the cache without loadables or queue: one task off the main actor encodes each
 /// value and saves it with `FileLoadableCache.save`, then loads and decodes each.
 @MainActor
-private func directRoundTrip(_ values: [Item]) async -> RoundTrip {
+private func directRoundTrip(_ values: [PersistedItem]) async -> RoundTrip {
     let directory = temporaryDirectory("direct")
     let cache = FileLoadableCache(directory: directory)
-    let (save, restore, restored) = await Task.detached { () -> (Sample, Sample, [Item]) in
+    let (save, restore, restored) = await Task.detached { () -> (Sample, Sample, [PersistedItem]) in
         let encoder = JSONEncoder()
         let decoder = JSONDecoder()
         let savedAt = Date()
-        var restored: [Item] = []
+        var restored: [PersistedItem] = []
         restored.reserveCapacity(values.count)
         let saveWatch = Stopwatch.start()
         for (index, value) in values.enumerated() {
@@ -311,7 +319,7 @@ private func directRoundTrip(_ values: [Item]) async -> RoundTrip {
         for index in values.indices {
             do {
                 guard let entry = try await cache.load(key: key(index)) else { fatalError("no entry \(key(index))") }
-                restored.append(try decoder.decode(Item.self, from: entry.data))
+                restored.append(try decoder.decode(PersistedItem.self, from: entry.data))
             } catch {
                 fatalError("persistence benchmark: loading \(key(index)) failed: \(error)")
             }
@@ -348,9 +356,9 @@ private nonisolated func offMainWork() async -> Int {
 /// `open` + `write` + `rename` (no `fsync`), then each file read and decoded; on the main actor,
 /// one after the other.
 @MainActor
-private func posixFloorRoundTrip(_ values: [Item]) -> RoundTrip {
+private func posixFloorRoundTrip(_ values: [PersistedItem]) -> RoundTrip {
     let directory = makeDirectory("floor-posix")
-    var restored: [Item] = []
+    var restored: [PersistedItem] = []
     restored.reserveCapacity(values.count)
 
     let saveWatch = Stopwatch.start()
@@ -371,7 +379,7 @@ private func posixFloorRoundTrip(_ values: [Item]) -> RoundTrip {
 /// The floor for saving: each value encoded and written with
 /// `Data.write(to:options: .atomic)`.
 @MainActor
-private func foundationFloorSave(_ values: [Item]) -> Sample {
+private func foundationFloorSave(_ values: [PersistedItem]) -> Sample {
     let directory = makeDirectory("floor-foundation")
     let watch = Stopwatch.start()
     writeFloorFiles(values, in: directory)
@@ -390,7 +398,7 @@ private func makeDirectory(_ name: String) -> URL {
 }
 
 /// Writes each value, encoded as JSON, to `directory/item-<i>` with `Data.write(to:options: .atomic)`.
-private func writeFloorFiles(_ values: [Item], in directory: URL) {
+private func writeFloorFiles(_ values: [PersistedItem], in directory: URL) {
     let encoder = JSONEncoder()
     for (index, value) in values.enumerated() {
         let url = directory.appendingPathComponent(key(index))
@@ -400,7 +408,7 @@ private func writeFloorFiles(_ values: [Item], in directory: URL) {
 
 /// Writes each value, encoded as JSON, to `directory/item-<i>` as the library does, without
 /// `fsync`: to a new temporary file, then renamed.
-private func writeFloorFilesWithoutSync(_ values: [Item], in directory: URL) {
+private func writeFloorFilesWithoutSync(_ values: [PersistedItem], in directory: URL) {
     let encoder = JSONEncoder()
     let folder = directory.path
     for (index, value) in values.enumerated() {
@@ -416,9 +424,9 @@ private func writeFloorFilesWithoutSync(_ values: [Item], in directory: URL) {
 }
 
 /// Reads and decodes `directory/item-<index>`.
-private func readFloorFile(_ index: Int, in directory: URL, decoder: JSONDecoder) -> Item {
+private func readFloorFile(_ index: Int, in directory: URL, decoder: JSONDecoder) -> PersistedItem {
     let url = directory.appendingPathComponent(key(index))
-    return mustSucceed("reading \(url.path)") { try decoder.decode(Item.self, from: Data(contentsOf: url)) }
+    return mustSucceed("reading \(url.path)") { try decoder.decode(PersistedItem.self, from: Data(contentsOf: url)) }
 }
 
 // MARK: - Main-actor stall
@@ -482,15 +490,15 @@ private struct Stall {
 }
 
 @MainActor
-private func runStalls(_ values: [Item], _ settings: Settings, into report: inout Report) async {
+private func runStalls(_ values: [PersistedItem], _ settings: Settings, into report: inout Report) async {
     // The library's files and the floor's, written once; both stay in the page cache.
     let libraryDirectory = temporaryDirectory("stall-library")
     let floorDirectory = makeDirectory("stall-floor")
     let cache = FileLoadableCache(directory: libraryDirectory)
-    var writers: [ItemLoadable] = []
+    var writers: [PersistedItemLoadable] = []
     var persistence: LoadablePersistence?
     for (index, value) in values.enumerated() {
-        let loadable = ItemLoadable()
+        let loadable = PersistedItemLoadable()
         persistence = loadable.persist(in: cache, key: key(index))
         loadable.setContents(value)
         writers.append(loadable)
@@ -561,12 +569,12 @@ private func runStalls(_ values: [Item], _ settings: Settings, into report: inou
 /// 1,000 restores through the library while the ticker runs; the loadables are made and persisted
 /// before the ticker starts, so that the gaps are the restores' own.
 @MainActor
-private func restoreWithTicker(_ values: [Item], cache: FileLoadableCache) async -> Stall {
-    var loadables: [ItemLoadable] = []
+private func restoreWithTicker(_ values: [PersistedItem], cache: FileLoadableCache) async -> Stall {
+    var loadables: [PersistedItemLoadable] = []
     loadables.reserveCapacity(values.count)
     var persistence: LoadablePersistence?
     for index in values.indices {
-        let loadable = ItemLoadable()
+        let loadable = PersistedItemLoadable()
         persistence = loadable.persist(in: cache, key: key(index))
         loadables.append(loadable)
     }
@@ -581,7 +589,7 @@ private func restoreWithTicker(_ values: [Item], cache: FileLoadableCache) async
 
 /// The same files read and decoded in one go on the main actor while the ticker runs.
 @MainActor
-private func readOnMainWithTicker(_ values: [Item], in directory: URL) async -> Stall {
+private func readOnMainWithTicker(_ values: [PersistedItem], in directory: URL) async -> Stall {
     let ticker = MainActorTicker()
     await ticker.waitForTicks(100)
     let watch = Stopwatch.start()
