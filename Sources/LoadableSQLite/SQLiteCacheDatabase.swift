@@ -43,13 +43,10 @@ final class SQLiteCacheDatabase {
     private let deleteKey: SQLiteStatement
     private let leastRecent: SQLiteStatement
     private let deleteRow: SQLiteStatement
-    private let sizeOfRange: SQLiteStatement
     private let deleteRange: SQLiteStatement
-    private let sizeAfter: SQLiteStatement
     private let deleteAfter: SQLiteStatement
     private let joinedAfterPrefix: SQLiteStatement
     private let deleteEverything: SQLiteStatement
-    private let sizeSavedBefore: SQLiteStatement
     private let deleteSavedBefore: SQLiteStatement
 
     /// Opens the database at `path`, creating the file and the schema if needed.
@@ -116,10 +113,8 @@ final class SQLiteCacheDatabase {
         deleteKey = try connection.prepare("DELETE FROM entries WHERE key = ?1 RETURNING size")
         leastRecent = try connection.prepare("SELECT rowid, size FROM entries ORDER BY used")
         deleteRow = try connection.prepare("DELETE FROM entries WHERE rowid = ?1")
-        sizeOfRange = try connection.prepare("SELECT total(size) FROM entries WHERE key >= ?1 AND key < ?2")
-        deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2")
-        sizeAfter = try connection.prepare("SELECT total(size) FROM entries WHERE key > ?1 AND key < ?2")
-        deleteAfter = try connection.prepare("DELETE FROM entries WHERE key > ?1 AND key < ?2")
+        deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2 RETURNING size")
+        deleteAfter = try connection.prepare("DELETE FROM entries WHERE key > ?1 AND key < ?2 RETURNING size")
         joinedAfterPrefix = try connection.prepare(
             """
             SELECT CAST(key AS BLOB) FROM entries WHERE key >= ?1 AND key < ?2
@@ -127,8 +122,7 @@ final class SQLiteCacheDatabase {
             ORDER BY key
             """)
         deleteEverything = try connection.prepare("DELETE FROM entries")
-        sizeSavedBefore = try connection.prepare("SELECT total(size) FROM entries WHERE saved_at < ?1")
-        deleteSavedBefore = try connection.prepare("DELETE FROM entries WHERE saved_at < ?1")
+        deleteSavedBefore = try connection.prepare("DELETE FROM entries WHERE saved_at < ?1 RETURNING size")
     }
 
     /// Creates the tables, in one transaction (another object creating them at the same time
@@ -264,7 +258,6 @@ final class SQLiteCacheDatabase {
             }
             _ = try addToUsage(-freed)
         }
-        try releaseFreeSpace()
     }
 
     /// Removes the keys between `lower` (included or not) and `upper` (not included); returns
@@ -272,18 +265,17 @@ final class SQLiteCacheDatabase {
     private func removeRange(
         after lower: [UInt8], including: Bool, before upper: [UInt8]
     ) throws(SQLiteFailure) -> Int64 {
-        let (size, delete) = including ? (sizeOfRange, deleteRange) : (sizeAfter, deleteAfter)
-        defer {
-            size.reset()
-            delete.reset()
-        }
-        try size.bind(1, textBytes: lower)
-        try size.bind(2, textBytes: upper)
-        _ = try size.step()
-        let freed = Int64(size.double(0))
+        let delete = including ? deleteRange : deleteAfter
+        defer { delete.reset() }
         try delete.bind(1, textBytes: lower)
         try delete.bind(2, textBytes: upper)
-        try delete.run()
+        return try Self.sumOfSizes(stepping: delete)
+    }
+
+    /// Steps a `DELETE … RETURNING size` to its end; returns the sum of the sizes.
+    private static func sumOfSizes(stepping delete: SQLiteStatement) throws(SQLiteFailure) -> Int64 {
+        var freed: Int64 = 0
+        while try delete.step() { freed += delete.int64(0) }
         return freed
     }
 
@@ -300,18 +292,10 @@ final class SQLiteCacheDatabase {
     /// Removes the entries saved before `date`.
     func removeEntries(savedBefore date: Date) throws(SQLiteFailure) {
         try transaction { () throws(SQLiteFailure) in
-            defer {
-                sizeSavedBefore.reset()
-                deleteSavedBefore.reset()
-            }
-            sizeSavedBefore.bind(1, date.timeIntervalSinceReferenceDate)
-            _ = try sizeSavedBefore.step()
-            let freed = Int64(sizeSavedBefore.double(0))
+            defer { deleteSavedBefore.reset() }
             deleteSavedBefore.bind(1, date.timeIntervalSinceReferenceDate)
-            try deleteSavedBefore.run()
-            _ = try addToUsage(-freed)
+            _ = try addToUsage(-(try Self.sumOfSizes(stepping: deleteSavedBefore)))
         }
-        try releaseFreeSpace()
     }
 
     /// Removes the least recently used entries until the total is at or under `limit`: for a
@@ -410,7 +394,10 @@ final class SQLiteCacheDatabase {
         _ = try addToUsage(-freed)
     }
 
-    /// Gives the pages that removals freed back to the file system.
+    /// Gives the pages that removals freed back to the file system: after `removeAll()`, where
+    /// they are every page but the schema's, so nothing moves. (After a scope's or an old date's
+    /// removal the freed pages stay in the file for later saves: giving them back would move every
+    /// page after them, which took longer than the removal.)
     private func releaseFreeSpace() throws(SQLiteFailure) {
         try connection.execute("PRAGMA incremental_vacuum")
     }

@@ -66,6 +66,11 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     private var database: SQLiteCacheDatabase?
     /// A problem opening found and fixed (the file moved aside), for the first load to report.
     private var unreported: SQLiteCacheError?
+    /// How many times a file was moved aside at this path in this process.
+    private nonisolated let recoveries: Locked<Int>
+    /// ``recoveries`` when the open database was opened: a larger count means another object
+    /// moved the file aside since, and the fresh database is at the path.
+    private var openedAfter: Int
 
     /// Opens the database at `path`, creating it and its folder if needed.
     ///
@@ -95,6 +100,8 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
                 path: filePath, code: 0,
                 message: "its folder \(folder.path) could not be made: \(Self.reason(of: error))")
         }
+        recoveries = Self.recoveries(at: filePath)
+        openedAfter = recoveries.withLock { $0 }
         let (opened, problem) = try Self.open(filePath)
         if let maxBytes { try? opened.enforce(limit: maxBytes) }
         database = opened
@@ -256,10 +263,14 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// The open database at the path, opened again when the file there is not the one opened.
+    /// The open database at the path, opened again when another object of this process moved
+    /// the file aside since it was opened. (An object of another process finds the fresh file
+    /// when a call of its own meets the damage, or at its next launch.)
     private func opened() throws(SQLiteCacheError) -> SQLiteCacheDatabase {
-        if let database, !database.hasMoved { return database }
+        let recovered = recoveries.withLock { $0 }
+        if let database, recovered == openedAfter { return database }
         database = nil
+        openedAfter = recovered
         let (opened, problem) = try Self.open(filePath)
         if let maxBytes { try? opened.enforce(limit: maxBytes) }
         database = opened
@@ -314,6 +325,18 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
+    /// The count of files moved aside at `path` in this process, shared by its objects.
+    private static func recoveries(at path: String) -> Locked<Int> {
+        recoveryCounts.withLock { counts in
+            if let count = counts[path] { return count }
+            let count = Locked(0)
+            counts[path] = count
+            return count
+        }
+    }
+
+    private static let recoveryCounts = Locked<[String: Locked<Int>]>([:])
+
     /// Moves the file at `path` (with its write-ahead log and journal) to the first free name of
     /// `<path>.bad`, `<path>.bad-2`, …, and removes its shared-memory index; returns the new path.
     private static func moveAside(_ path: String, because failure: SQLiteFailure) throws(SQLiteCacheError) -> String {
@@ -335,6 +358,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
             _ = rename(path + suffix, destination + suffix)
         }
         _ = unlink(path + "-shm")
+        recoveries(at: path).withLock { $0 += 1 }
         return destination
     }
 
