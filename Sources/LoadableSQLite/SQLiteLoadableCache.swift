@@ -46,15 +46,16 @@ public import LoadableCaching
 /// `maxBytes` on its own is not kept: its save removes the key's old entry and does not throw.
 /// The total is kept in the database, so every object and process on the file agrees on it; an
 /// object opened with a limit lower than the total (lowered since the last launch) evicts down to
-/// it at once. With
-/// a limit, each load also marks its entry used (a small write). The file itself is larger than
-/// the entries by SQLite's pages and indexes; space that removals free is given back to the
-/// system.
+/// it at once. With a limit, each load also marks its entry used (a small write). The file itself
+/// is larger than the entries by SQLite's pages and indexes. The space ``removeAll()`` frees goes
+/// back to the system; what evictions and other removals free stays in the file for later saves.
 ///
 /// **Threads and objects.** An actor with one connection, its statements prepared once: its work
 /// runs off the main actor, one call at a time. A second object (or process) on the same file
-/// works through SQLite's locking; a write waits up to 10 seconds for another one to end. The
-/// order of calls is kept per object: two persistences on one key should share one object.
+/// works through SQLite's locking; a write waits up to 10 seconds for another one to end. When one
+/// object moves a damaged file aside, the others of the process open the fresh one at their next
+/// call. The order of calls is kept per object: two persistences on one key should share one
+/// object.
 public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// The database file's URL, as given.
     public nonisolated let path: URL
@@ -177,9 +178,11 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes every entry whose key starts with `prefix`, in one statement over the keys' range
-    /// (`key >= prefix AND key < prefix's successor`, on the NFC forms' UTF-8); an empty prefix
-    /// removes every entry.
+    /// Removes every entry whose key starts with `prefix` (as Swift compares strings), in one
+    /// transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's successor`,
+    /// on the NFC forms' UTF-8), which keeps the rare keys whose next character joins the prefix's
+    /// last one (a combining accent), as Swift's `hasPrefix` does; an empty prefix removes every
+    /// entry.
     ///
     /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
     /// resolves to it rather than to the protocol's default.
