@@ -398,69 +398,24 @@ private final class Workload: @unchecked Sendable {
     }
 }
 
-/// `SQLiteLoadableCache`: `save(_:key:)` and `load(key:)` awaited on the actor from one task. Per
-/// save (see `SQLiteCacheDatabase.save`): the key made NFC (an ASCII check here), `BEGIN
-/// IMMEDIATE`, `SELECT size … WHERE key = ?`, the upsert (`INSERT … ON CONFLICT (key) DO UPDATE`,
-/// `used` from `SELECT max(used)` through its index), `UPDATE usage … RETURNING bytes`, `COMMIT`;
-/// per load, without a limit, `SELECT data, saved_at, version, metadata … WHERE key = ?` in
-/// autocommit, the row's types checked and copied into a `CachedEntry`.
-private final class LibrarySide: EntrySide {
-    let cache: SQLiteLoadableCache
+/// A `LoadableCache` called from one task: `save(_:key:)` and `load(key:)` awaited in turn.
+///
+/// - `SQLiteLoadableCache` (the library's side): per save (see `SQLiteCacheDatabase.save`) the key
+///   made NFC (an ASCII check here), `BEGIN IMMEDIATE`, `SELECT size … WHERE key = ?`, the upsert
+///   (`INSERT … ON CONFLICT (key) DO UPDATE`, `used` from `SELECT max(used)` through its index),
+///   `UPDATE usage … RETURNING bytes`, `COMMIT`; per load, without a limit, `SELECT data,
+///   saved_at, version, metadata … WHERE key = ?` in autocommit, the row's types checked and
+///   copied into a `CachedEntry`.
+/// - `FileLoadableCache` (context): a file per key, `open`, `write`, `rename` per save, `open`,
+///   `read` per load: where the cache's own part of the persistence round trip stands.
+private final class CacheSide: EntrySide {
+    let cache: any LoadableCache
     let workload: Workload
 
-    init(workload: Workload) async {
+    private init(cache: any LoadableCache, workload: Workload) async {
+        self.cache = cache
         self.workload = workload
-        cache = makeSQLiteCache("library")
-        _ = await fill(cache, keys: workload.keys, payloads: workload.payloads)
-    }
-
-    func saves(_ count: Int) async -> Sample {
-        let indices = workload.next(count)
-        let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
-        return await Task.detached {
-            let watch = Stopwatch.start()
-            for (index, stamp) in indices {
-                do {
-                    try await cache.save(cachedEntry(payloads[index], stamp: stamp), key: keys[index])
-                } catch {
-                    fatalError("sqlite-cache benchmark: saving \(keys[index]) failed: \(error)")
-                }
-            }
-            return watch.stop()
-        }.value
-    }
-
-    func loads(_ count: Int) async -> Sample {
-        let indices = workload.next(count)
-        let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
-        return await Task.detached {
-            var bytes = 0
-            let watch = Stopwatch.start()
-            for (index, _) in indices {
-                do {
-                    bytes += try await cache.load(key: keys[index])?.data.count ?? 0
-                } catch {
-                    fatalError("sqlite-cache benchmark: loading \(keys[index]) failed: \(error)")
-                }
-            }
-            let sample = watch.stop()
-            precondition(bytes == indices.reduce(0) { $0 + payloads[$1.index].count }, "a load found another entry")
-            return sample
-        }.value
-    }
-}
-
-/// `FileLoadableCache`, called the same way as ``LibrarySide`` (a file per key: `open`, `write`,
-/// `rename` per save, `open`, `read` per load): where the cache's own part of the persistence
-/// round trip stands, for context.
-private final class FileSide: EntrySide {
-    let cache: FileLoadableCache
-    let workload: Workload
-
-    init(workload: Workload) async {
-        self.workload = workload
-        cache = FileLoadableCache(directory: scratchPath("file-side"))
-        let (cache, keys, payloads) = (cache, workload.keys, workload.payloads)
+        let (keys, payloads) = (workload.keys, workload.payloads)
         await Task.detached {
             for (key, payload) in zip(keys, payloads) {
                 do {
@@ -470,6 +425,16 @@ private final class FileSide: EntrySide {
                 }
             }
         }.value
+    }
+
+    /// The library's side, in a fresh database.
+    static func library(workload: Workload) async -> CacheSide {
+        await CacheSide(cache: makeSQLiteCache("library"), workload: workload)
+    }
+
+    /// The file cache's side, in a fresh folder.
+    static func files(workload: Workload) async -> CacheSide {
+        await CacheSide(cache: FileLoadableCache(directory: scratchPath("file-side")), workload: workload)
     }
 
     func saves(_ count: Int) async -> Sample {
@@ -712,9 +677,9 @@ private func runAgainstGRDB(_ payloads: [Data], _ settings: Settings, into repor
         "GRDB, same statements, async write/read", "FileLoadableCache (context)",
     ]
     let sides: [any EntrySide] = [
-        await LibrarySide(workload: workload()), GRDBEntries(.sameStatements, workload: workload()),
+        await CacheSide.library(workload: workload()), GRDBEntries(.sameStatements, workload: workload()),
         GRDBEntries(.plain, workload: workload()), GRDBEntries(.idiomatic, workload: workload()),
-        await FileSide(workload: workload()),
+        await CacheSide.files(workload: workload()),
     ]
     let saves = await interleavedRounds(
         runs: runs, count: count, chunk: chunk, sides: sides.map { side in { await side.saves($0) } })
