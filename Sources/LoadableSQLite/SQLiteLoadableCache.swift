@@ -236,17 +236,27 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
 
     // MARK: - The database
 
-    /// Runs `body` on the database, opening it if the last call left none, or if the file was
-    /// moved since (another object moved it aside: the fresh database is at the path). A file
-    /// found unusable is moved aside and a fresh database opened; the error then says where the
-    /// file went.
+    /// Runs `body` on the database, opening it if the last call left none, or if another object
+    /// moved the file aside since (the fresh database is at the path). A file found unusable is
+    /// moved aside and a fresh database opened; the error then says where the file went.
+    ///
+    /// A connection is closed before its own file moves (no reference to it is kept here). One
+    /// whose file another object moved is closed after the move: SQLite then skips the checkpoint
+    /// and leaves the logs at the path, which are the fresh file's, alone.
     private func perform<Result>(
         _ body: (SQLiteCacheDatabase) throws -> Result
     ) throws(SQLiteCacheError) -> Result {
-        let current = try opened()
+        let failure: SQLiteFailure
         do {
-            return try body(current)
-        } catch let failure as SQLiteFailure where failure.meansFileMoved || current.hasMoved {
+            return try body(try opened())
+        } catch let error as SQLiteCacheError {
+            throw error
+        } catch let error as SQLiteFailure {
+            failure = error
+        } catch {
+            throw Self.error(error, path: filePath)
+        }
+        if failure.meansFileMoved || database?.hasMoved == true {
             database = nil
             do {
                 return try body(try opened())
@@ -255,15 +265,12 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
             } catch {
                 throw Self.error(error, path: filePath)
             }
-        } catch let failure as SQLiteFailure where failure.meansUnusableFile {
-            // Close before moving, so that nothing of this connection reaches the fresh file.
-            database = nil
-            let movedTo = try Self.moveAside(filePath, because: failure)
-            _ = try opened()
-            throw SQLiteCacheError(path: filePath, code: failure.code, message: failure.message, movedTo: movedTo)
-        } catch {
-            throw Self.error(error, path: filePath)
         }
+        guard failure.meansUnusableFile else { throw Self.error(failure, path: filePath) }
+        database = nil
+        let movedTo = try Self.moveAside(filePath, because: failure)
+        _ = try opened()
+        throw SQLiteCacheError(path: filePath, code: failure.code, message: failure.message, movedTo: movedTo)
     }
 
     /// The open database at the path, opened again when another object of this process moved

@@ -272,5 +272,12 @@ struct SQLiteCacheSharedRecoveryTests {
         #expect(try await second.load(key: "from first") == FileCacheFixtures.entry(count: 12))
         #expect(try await second.load(key: "k399") == nil)
         #expect(try await second.integrityCheck() == ["ok"])
+
+        // The second object's old connection, closed when it followed, left the fresh file's
+        // write-ahead log alone: a third object (the next launch) reads both saves.
+        let third = try SQLiteLoadableCache(path: path)
+        #expect(try await third.load(key: "from second") == FileCacheFixtures.entry(count: 11))
+        #expect(try await third.load(key: "from first") == FileCacheFixtures.entry(count: 12))
+        #expect(try await third.integrityCheck() == ["ok"])
     }
 }
