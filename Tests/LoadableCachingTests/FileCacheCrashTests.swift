@@ -79,17 +79,17 @@ struct FileCacheCrashTests {
             let polls = 200_000
             switch self {
             case .afterSpinning(let saves, let spins):
-                while progress.finishedSaves < saves { sched_yield() }
+                progress.waitForSaves(saves)
                 spin(spins)
             case .whileTemporaryFileExists(let saves, let spins):
-                while progress.finishedSaves < saves { sched_yield() }
+                progress.waitForSaves(saves)
                 for _ in 0..<polls {
                     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
                     if names.contains(where: { $0.hasPrefix(".tmp-") }) { break }
                 }
                 spin(spins)
             case .whenEntryFileIsTorn(let saves):
-                while progress.finishedSaves < saves { sched_yield() }
+                progress.waitForSaves(saves)
                 var info = stat()
                 for _ in 0..<polls {
                     if stat(entryFile, &info) == 0, !FileCacheCrashTests.wholeSizes.contains(Int(info.st_size)) {

@@ -19,8 +19,10 @@ import Testing
 /// saves and a seeded spin of a killing thread, 20 times. The next open (a new object, as the next
 /// launch) passes `PRAGMA integrity_check`, its kept total is the entries' sizes, every key loads
 /// whole (the entry its key was given, by its version), at least the first save is there, and
-/// with a limit the total is within it at once (eviction shares the save's transaction).
-@Suite("SQLiteLoadableCache: a process killed while saving leaves whole entries and a sound database")
+/// with a limit the total is within it at once (eviction shares the save's transaction). The
+/// children run one at a time, so that they never crowd out the rest of the test run.
+@Suite(
+    "SQLiteLoadableCache: a process killed while saving leaves whole entries and a sound database", .serialized)
 struct SQLiteCacheCrashTests {
     static let keys = (0..<9).map { "crash/\($0)/ü" }
     static let limit = 60_000
