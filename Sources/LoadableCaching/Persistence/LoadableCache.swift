@@ -4,8 +4,9 @@ public import Foundation
 /// values by string key.
 ///
 /// ``FileLoadableCache`` keeps them in files, ``InMemoryLoadableCache`` in memory (for tests, and
-/// for apps that want restore-after-release without a disk). Conform an actor of your own to keep
-/// them elsewhere (a database, a keychain).
+/// for apps that want restore-after-release without a disk), and `SQLiteLoadableCache` (module
+/// `LoadableSQLite`) in one SQLite database, for many entries. Conform an actor of your own to
+/// keep them elsewhere (a keychain, a server).
 ///
 /// The requirements are `async` and not isolated to the caller, so their work runs off the main
 /// actor. A cache is an object (an actor or a class): the persistences that share one cache object
