@@ -550,9 +550,9 @@ struct CacheModelTests {
     /// chooses (600, 2,000 or 8,000 bytes; a kind without a limit ignores it); reports the first
     /// failure, shrunk (and returns `nil` then).
     @MainActor
-    static func coverageOfRandomSequences(kind: @escaping (Int) -> Kind) async -> Coverage? {
+    static func coverageOfRandomSequences(count: Int = 200, kind: @escaping (Int) -> Kind) async -> Coverage? {
         var total = Coverage()
-        let matched = await checkRandomSequences(count: 200, baseSeed: 0xF11E_CAC4) { seed in
+        let matched = await checkRandomSequences(count: count, baseSeed: 0xF11E_CAC4) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             let limits = [600, 2_000, 8_000]
             let kind = kind(limits[Int(random.next() % UInt64(limits.count))])
@@ -582,10 +582,18 @@ struct CacheModelTests {
         }
     }
 
+    /// The sequences of the SQLite kinds: all 200, or under ThreadSanitizer (where each takes many
+    /// times longer and races, not coverage, are the point) the first 40, their coverage not
+    /// counted.
+    static let sqliteSequences = StressScale.isThreadSanitizerActive ? 40 : 200
+
     @Test("the same sequences match the model in SQLite, with the usage's keys and total")
     func sqliteCache() async {
-        guard let coverage = await Self.coverageOfRandomSequences(kind: { _ in .sqlite }) else { return }
-        for (name, count) in coverage.counters {
+        let sequences = Self.sqliteSequences
+        guard let coverage = await Self.coverageOfRandomSequences(count: sequences, kind: { _ in .sqlite }) else {
+            return
+        }
+        for (name, count) in coverage.counters where sequences == 200 {
             #expect(count >= 10, "\(name): \(count)")
         }
     }
@@ -600,8 +608,10 @@ struct CacheModelTests {
 
     @Test("the same sequences with maxBytes and two objects on the database match the model's LRU order and usage")
     func sqliteCacheWithLimit() async {
-        guard let coverage = await Self.coverageOfRandomSequences(kind: { .sqliteWithLimit($0) }) else { return }
-        for (name, count) in coverage.limitCounters {
+        let sequences = Self.sqliteSequences
+        guard let coverage = await Self.coverageOfRandomSequences(count: sequences, kind: { .sqliteWithLimit($0) })
+        else { return }
+        for (name, count) in coverage.limitCounters where sequences == 200 {
             #expect(count >= 10, "\(name): \(count)")
         }
     }
