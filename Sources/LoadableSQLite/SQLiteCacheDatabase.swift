@@ -79,7 +79,8 @@ final class SQLiteCacheDatabase {
             )
         }
         if tables == "0" {
-            // A new file: space freed by removals goes back to the system (`incremental_vacuum`).
+            // A new file: the space `removeAll()` frees can go back to the system
+            // (`incremental_vacuum`).
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
         }
         // Write-ahead log: a kill at any moment leaves the last committed save; readers do not
@@ -311,8 +312,7 @@ final class SQLiteCacheDatabase {
     /// The bytes `maxBytes` counts, and the keys from least to most recently used: for tests.
     func usage() throws(SQLiteFailure) -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
         let keys = try connection.texts(of: "SELECT key FROM entries ORDER BY used")
-        let total = Int64(try connection.text(of: "SELECT bytes FROM usage") ?? "0") ?? 0
-        return (Int(total), keys)
+        return (Int(try usageBytes()), keys)
     }
 
     /// What `PRAGMA integrity_check` says (`["ok"]` for a sound file), and a line more when the
@@ -351,11 +351,11 @@ final class SQLiteCacheDatabase {
     }
 
     private func removeKey(_ key: String) throws(SQLiteFailure) {
-        var freed: Int64 = 0
+        let freed: Int64
         do {
             defer { deleteKey.reset() }
             try deleteKey.bind(1, text: key)
-            while try deleteKey.step() { freed += deleteKey.int64(0) }
+            freed = try Self.sumOfSizes(stepping: deleteKey)
         }
         if freed != 0 { _ = try addToUsage(-freed) }
     }

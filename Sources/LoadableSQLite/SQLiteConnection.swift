@@ -132,12 +132,6 @@ final class SQLiteStatement {
         guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: bytes, count: count))
     }
-
-    func text(_ column: Int32) -> String {
-        let count = Int(sqlite3_column_bytes(handle, column))
-        guard count > 0, let bytes = sqlite3_column_text(handle, column) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
-    }
 }
 
 /// `SQLITE_TRANSIENT`: SQLite copies what is bound (a C macro Swift does not import).
@@ -204,18 +198,7 @@ final class SQLiteConnection {
 
     /// The first column of the first row of `sql`, as text (`nil` for no row).
     func text(of sql: String) throws(SQLiteFailure) -> String? {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw Self.failure(of: handle)
-        }
-        defer { sqlite3_finalize(statement) }
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW:
-            guard let text = sqlite3_column_text(statement, 0) else { return "" }
-            return String(cString: text)
-        case SQLITE_DONE: return nil
-        default: throw Self.failure(of: handle)
-        }
+        try texts(of: sql).first
     }
 
     /// The first column of every row of `sql`, as text.
