@@ -101,15 +101,20 @@ struct CacheSubject: Sendable {
     func storedCount() async throws -> Int {
         switch cache {
         case let memory as InMemoryLoadableCache: return await memory.keys.count
-        case let file as FileLoadableCache: return FileCacheFixtures.names(in: file.entriesDirectory).count
+        case let file as FileLoadableCache:
+            // Entry files, and pinned ones in `pinned/`; not the folder itself.
+            let pinned = file.entriesDirectory.appendingPathComponent("pinned", isDirectory: true)
+            return FileCacheFixtures.names(in: file.entriesDirectory).filter { $0 != "pinned" }.count
+                + FileCacheFixtures.names(in: pinned).count
         case let sqlite as SQLiteLoadableCache: return try await sqlite.usage().keysLeastRecentFirst.count
         default: preconditionFailure("not a cache of a CacheKind")
         }
     }
 
-    /// Calls the cache's `removeEntries(savedBefore:)` (bounded kinds only).
+    /// Calls the cache's `removeEntries(savedBefore:)`.
     func removeEntries(savedBefore date: Date) async throws {
         switch cache {
+        case let memory as InMemoryLoadableCache: await memory.removeEntries(savedBefore: date)
         case let file as FileLoadableCache: try await file.removeEntries(savedBefore: date)
         case let sqlite as SQLiteLoadableCache: try await sqlite.removeEntries(savedBefore: date)
         default: preconditionFailure("\(kind) has no removeEntries(savedBefore:)")

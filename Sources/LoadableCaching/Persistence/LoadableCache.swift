@@ -23,7 +23,29 @@ public protocol LoadableCache: AnyObject, Sendable {
 
     /// Saves `entry` under `key`, replacing any entry there. A save that fails must leave the
     /// previous entry whole (or none), never a part of either.
+    ///
+    /// Keep the pin rule (see ``CachedEntry/isPinned``): a cache that bounds its size never
+    /// evicts a pinned entry. Refuse an entry whose ``CachedEntry/savedAt`` is not a finite date
+    /// (throw ``LoadableCacheError/saveFailed(key:underlying:)``) rather than keep bytes a later
+    /// load would find corrupt.
     func save(_ entry: CachedEntry, key: String) async throws
+
+    /// Sets the save date and the metadata of the entry under `key`, keeping its data, version and
+    /// pin: what a persistence does when a sync confirmed the contents without changing them (an
+    /// HTTP `304`), so that the contents are not written again.
+    ///
+    /// The default loads the entry and saves it back changed. The file and SQLite caches change it
+    /// in place. A touch marks the entry used, as a load does.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - savedAt: The new save date: when the contents were confirmed.
+    ///   - metadata: The new metadata (an HTTP loadable's validators, which a `304` may renew).
+    /// - Returns: `false` when there is no entry under `key` (nothing was written): the caller
+    ///   saves the whole entry instead.
+    /// - Throws: What ``load(key:)`` and ``save(_:key:)`` throw; a `savedAt` that is not finite
+    ///   is refused with ``LoadableCacheError/saveFailed(key:underlying:)``.
+    func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool
 
     /// Removes the entry under `key`; a key without one is not an error.
     func remove(key: String) async throws
@@ -40,6 +62,24 @@ public protocol LoadableCache: AnyObject, Sendable {
 }
 
 extension LoadableCache {
+    /// Loads the entry under `key` and saves it back with `savedAt` and `metadata`: the touch of
+    /// a cache that has no cheaper way.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - savedAt: The new save date.
+    ///   - metadata: The new metadata.
+    /// - Returns: `false` when there is no entry under `key`.
+    /// - Throws: What ``load(key:)`` and ``save(_:key:)`` throw.
+    public func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try CachedEntry.checkSavedAt(savedAt, key: key)
+        guard var entry = try await load(key: key) else { return false }
+        entry.savedAt = savedAt
+        entry.metadata = metadata
+        try await save(entry, key: key)
+        return true
+    }
+
     /// Fails: a cache that does not implement it cannot remove the entries of a scope.
     ///
     /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` naming the cache's type.
@@ -122,6 +162,10 @@ final class ScopedLoadableCache: LoadableCache, CacheQueueSharing {
         try await base.removeEntries(keyPrefix: self.prefix + prefix)
     }
 
+    func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try await base.touch(key: prefix + key, savedAt: savedAt, metadata: metadata)
+    }
+
     var queueIdentity: ObjectIdentifier { CacheQueue.identity(of: base) }
 
     func queueKey(for key: String) -> String { CacheQueue.queueKey(prefix + key, in: base) }
@@ -141,26 +185,41 @@ public struct CachedEntry: Sendable, Codable, Hashable {
     /// and `Last-Modified` here, so that its first sync after a launch can be answered by a 304.
     /// Empty by default, and for entries saved before it existed.
     public var metadata: [String: String]
+    /// Whether the entry holds changes the user made that the server does not have yet (a
+    /// ``LoadableOutbox``'s queue): data that exists nowhere else.
+    ///
+    /// A cache never evicts a pinned entry to stay under its limit, and
+    /// `removeEntries(savedBefore:)` never removes one; ``LoadableCache/remove(key:)``,
+    /// ``LoadableCache/removeAll()`` and a scope's `removeAll()` do (logout). Pinned entries count
+    /// toward a limit: when they pass it on their own, every other entry goes and they stay, so
+    /// the cache is over its limit until they are unpinned or removed. `false` by default.
+    public var isPinned: Bool
 
     /// Creates an entry.
     ///
     /// - Parameters:
     ///   - data: The encoded contents.
-    ///   - savedAt: When the contents were confirmed.
+    ///   - savedAt: When the contents were confirmed; a finite date (caches refuse others).
     ///   - version: The version of the encoding.
     ///   - metadata: Strings kept with the contents; empty by default.
-    public init(data: Data, savedAt: Date, version: Int, metadata: [String: String] = [:]) {
+    ///   - isPinned: Whether the entry holds changes not sent yet, which no limit may evict;
+    ///     `false` by default.
+    public init(
+        data: Data, savedAt: Date, version: Int, metadata: [String: String] = [:], isPinned: Bool = false
+    ) {
         self.data = data
         self.savedAt = savedAt
         self.version = version
         self.metadata = metadata
+        self.isPinned = isPinned
     }
 
     private enum CodingKeys: String, CodingKey {
-        case data, savedAt, version, metadata
+        case data, savedAt, version, metadata, isPinned
     }
 
-    /// Decodes an entry; one encoded before ``metadata`` existed has none.
+    /// Decodes an entry; one encoded before ``metadata`` or ``isPinned`` existed has no metadata
+    /// and is not pinned.
     ///
     /// - Parameter decoder: The decoder to read from.
     public init(from decoder: any Decoder) throws {
@@ -169,6 +228,37 @@ public struct CachedEntry: Sendable, Codable, Hashable {
         savedAt = try container.decode(Date.self, forKey: .savedAt)
         version = try container.decode(Int.self, forKey: .version)
         metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata) ?? [:]
+        isPinned = try container.decodeIfPresent(Bool.self, forKey: .isPinned) ?? false
+    }
+
+    /// Encodes the entry; ``isPinned`` only when it is set, so that unpinned entries encode as
+    /// before it existed.
+    ///
+    /// - Parameter encoder: The encoder to write to.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(data, forKey: .data)
+        try container.encode(savedAt, forKey: .savedAt)
+        try container.encode(version, forKey: .version)
+        try container.encode(metadata, forKey: .metadata)
+        if isPinned { try container.encode(isPinned, forKey: .isPinned) }
+    }
+
+    /// Throws ``LoadableCacheError/saveFailed(key:underlying:)`` when `savedAt` is not a finite
+    /// date: what every cache of the package refuses to save.
+    package static func checkSavedAt(_ savedAt: Date, key: String) throws(LoadableCacheError) {
+        guard !savedAt.timeIntervalSinceReferenceDate.isFinite else { return }
+        throw .saveFailed(key: key, underlying: NonFiniteSaveDate(savedAt: savedAt.timeIntervalSinceReferenceDate))
+    }
+}
+
+/// Why a cache refused an entry: its save date is not a finite date.
+struct NonFiniteSaveDate: Error, CustomStringConvertible {
+    /// The date's seconds since 2001-01-01: infinite or not a number.
+    let savedAt: Double
+
+    var description: String {
+        "its savedAt is not a finite date (\(savedAt) seconds since 2001-01-01); an entry's date must be finite"
     }
 }
 
@@ -242,6 +332,11 @@ public enum LoadableCacheError: Error, CustomStringConvertible {
 
 /// A ``LoadableCache`` in memory: for tests (no files, nothing left behind), and for apps that
 /// want a loadable made again after its release to start from its last contents.
+///
+/// It has no limit, so nothing is ever evicted; ``removeEntries(savedBefore:)`` keeps pinned
+/// entries (``CachedEntry/isPinned``), as the file and SQLite caches do. Its ``save(_:key:)``
+/// keeps an entry as given (its date too: nothing it holds is read back from bytes), while the
+/// package's persistences and outboxes refuse a date that is not finite before they save.
 public actor InMemoryLoadableCache: LoadableCache {
     private var entries: [String: CachedEntry]
 
@@ -285,6 +380,36 @@ public actor InMemoryLoadableCache: LoadableCache {
     private func removeEntriesHere(keyPrefix prefix: String) {
         guard !prefix.isEmpty else { return entries.removeAll() }
         entries = entries.filter { !$0.key.hasPrefix(prefix) }
+    }
+
+    /// Sets the save date and the metadata of the entry under `key` in place.
+    ///
+    /// Not isolated (it hops onto the actor), so that a call on an `InMemoryLoadableCache` itself
+    /// reaches it rather than the protocol extension's default.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - savedAt: The new save date; a finite one.
+    ///   - metadata: The new metadata.
+    /// - Returns: `false` when there is no entry under `key`.
+    /// - Throws: ``LoadableCacheError/saveFailed(key:underlying:)`` when `savedAt` is not finite.
+    public nonisolated func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try CachedEntry.checkSavedAt(savedAt, key: key)
+        return await touchHere(key: key, savedAt: savedAt, metadata: metadata)
+    }
+
+    private func touchHere(key: String, savedAt: Date, metadata: [String: String]) -> Bool {
+        guard entries[key] != nil else { return false }
+        entries[key]?.savedAt = savedAt
+        entries[key]?.metadata = metadata
+        return true
+    }
+
+    /// Removes the entries saved (``CachedEntry/savedAt``) before `date`, except pinned ones.
+    ///
+    /// - Parameter date: The oldest save date kept.
+    public func removeEntries(savedBefore date: Date) {
+        entries = entries.filter { $0.value.isPinned || !($0.value.savedAt < date) }
     }
 
     /// The keys that have an entry, sorted: what a test checks after a logout.
