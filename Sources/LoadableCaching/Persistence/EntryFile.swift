@@ -124,6 +124,22 @@ package enum EntryFile {
             version: version, metadata: metadata)
     }
 
+    /// The bytes that give the entry file `bytes` (a whole, valid one) the save date `savedAt`:
+    /// the header from the date to the checksum (the date, the lengths, the new checksum), to
+    /// write at `offset` in one write. The key, the metadata and the data stay as they are.
+    static func savedAtPatch(_ bytes: [UInt8], savedAt: Date) -> (offset: Int, bytes: [UInt8]) {
+        let header = Array(bytes[0..<4]) == metadataMagic ? metadataHeaderSize : headerSize
+        var patched = Array(bytes[0..<header])
+        patched.replaceSubrange(
+            savedAtOffset..<(savedAtOffset + 8),
+            with: littleEndianBytes(savedAt.timeIntervalSinceReferenceDate.bitPattern))
+        var hash = FNV1a()
+        hash.add(patched[0..<(header - 8)])
+        hash.add(bytes[header...])
+        patched.replaceSubrange((header - 8)..<header, with: littleEndianBytes(hash.value))
+        return (savedAtOffset, Array(patched[savedAtOffset...]))
+    }
+
     /// The metadata in `bytes`, or `nil` when its lengths do not add up.
     package static func decodedMetadata(_ bytes: ArraySlice<UInt8>) -> [String: String]? {
         var offset = bytes.startIndex

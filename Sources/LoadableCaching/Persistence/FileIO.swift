@@ -55,6 +55,11 @@ enum FileIO {
             throw FileIOError(operation: "open", path: path, code: errno)
         }
         defer { close(descriptor) }
+        return try readAll(descriptor, path: path, atMost: limit)
+    }
+
+    /// The first `limit` bytes (all of them for `nil`) of the regular file open as `descriptor`.
+    private static func readAll(_ descriptor: Int32, path: String, atMost limit: Int?) throws -> [UInt8] {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw FileIOError(operation: "fstat", path: path, code: errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
@@ -74,6 +79,32 @@ enum FileIO {
             done += count
         }
         if done < bytes.count { bytes.removeLast(bytes.count - done) }
+        return bytes
+    }
+
+    /// Reads the file at `path` and writes what `patch` returns for its bytes at the offset it
+    /// returns, in one write, on the same open file (a file renamed over it meanwhile is not
+    /// written). Returns the bytes read, or `nil` if there is no file.
+    ///
+    /// One write of a few bytes inside the file's first block: a process killed during it leaves
+    /// the bytes before or after, never a part.
+    static func patchFile(
+        atPath path: String, _ patch: ([UInt8]) throws -> (offset: Int, bytes: [UInt8])?
+    ) throws -> [UInt8]? {
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        if descriptor < 0 {
+            if errno == ENOENT { return nil }
+            throw FileIOError(operation: "open", path: path, code: errno)
+        }
+        defer { close(descriptor) }
+        let bytes = try readAll(descriptor, path: path, atMost: nil)
+        guard let (offset, replacement) = try patch(bytes) else { return bytes }
+        let written = replacement.withUnsafeBytes { buffer in
+            pwrite(descriptor, buffer.baseAddress!, buffer.count, off_t(offset))
+        }
+        guard written == replacement.count else {
+            throw FileIOError(operation: "pwrite", path: path, code: written < 0 ? errno : EIO)
+        }
         return bytes
     }
 

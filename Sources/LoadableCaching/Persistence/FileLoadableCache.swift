@@ -37,12 +37,17 @@ internal import Loadable
 /// metadata, and a checksum of the whole file), followed by the key, the metadata and the data.
 /// Entries without metadata are written as `LDC1`, which earlier releases read. The key in the file
 /// must equal the one asked for, so two long keys that share a name are a miss, never each other's
-/// data. Temporary files are named `.tmp-<process id>-<random>`.
+/// data. Temporary files are named `.tmp-<process id>-<random>`. A pinned entry
+/// (``CachedEntry/isPinned``) is a file of the same name and format in `v1/pinned/`: the folder is
+/// the pin. Releases before pins existed do not see those files (they keep them).
 ///
 /// **Limit.** With `maxBytes`, the sizes of the entry files (header, key, metadata and data) add
 /// up to at most `maxBytes`: a save that passes it removes the least recently used entries (by
-/// load or save) until the total is at or under it. An entry larger than `maxBytes` on its own is
-/// not kept (the limit is a hard bound): its save removes the key's old entry and does not throw.
+/// load, save or touch) until the total is at or under it. An entry larger than `maxBytes` on its
+/// own is not kept (the limit is a hard bound): its save removes the key's old entry and does not
+/// throw. Pinned entries are the exception: they count toward the limit but are never evicted,
+/// and one larger than the limit is kept; when they pass the limit on their own, every other
+/// entry goes.
 /// Usage is counted in memory: one scan of the folder when it is first used in the process (which
 /// also removes the temporary files of writes that never finished, and, if the limit was lowered,
 /// evicts), never a scan per save. The recency order survives a relaunch: with a limit, each load
@@ -159,13 +164,55 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// - Throws: ``LoadableCacheError/saveFailed(key:underlying:)``; the old entry, if any, is
     ///   left whole.
     public func save(_ entry: CachedEntry, key: String) throws {
+        try CachedEntry.checkSavedAt(entry.savedAt, key: key)
         let canonical = Self.canonical(key)
         let name = Self.name(ofCanonicalKey: canonical)
         let bytes = EntryFile.encode(entry, key: canonical)
         do {
             try withContents { contents in
-                try contents.save(bytes, name: name, oldNames: Self.oldNames(of: key, name: name), limit: maxBytes)
+                try contents.save(
+                    bytes, name: name, oldNames: Self.oldNames(of: key, name: name), isPinned: entry.isPinned,
+                    limit: maxBytes)
             }
+        } catch {
+            throw LoadableCacheError.saveFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Sets the save date and the metadata of `key`'s entry, keeping its data, version and pin,
+    /// and makes it the most recently used.
+    ///
+    /// When the metadata stays the same (a `304` that sends back the same validators), the file
+    /// is changed in place: one write of its header (the date and the checksum), never of the
+    /// data. New metadata changes the header's length: the file is then written again, as a save
+    /// does.
+    ///
+    /// Not isolated to the actor (it hops onto it), so that a call on a `FileLoadableCache`
+    /// resolves to it rather than to the protocol's default.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - savedAt: The new save date; a finite one.
+    ///   - metadata: The new metadata.
+    /// - Returns: `false` when there is no entry for `key`.
+    /// - Throws: ``LoadableCacheError/corrupt(key:reason:)`` when the file is not a whole entry;
+    ///   ``LoadableCacheError/saveFailed(key:underlying:)`` when `savedAt` is not finite or the
+    ///   file cannot be written.
+    public nonisolated func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try CachedEntry.checkSavedAt(savedAt, key: key)
+        return try await touchHere(key: key, savedAt: savedAt, metadata: metadata)
+    }
+
+    private func touchHere(key: String, savedAt: Date, metadata: [String: String]) throws -> Bool {
+        let name = Self.fileName(forKey: key)
+        do {
+            return try withContents { contents in
+                try contents.touch(
+                    key: key, name: name, oldNames: Self.oldNames(of: key, name: name), savedAt: savedAt,
+                    metadata: metadata, limit: maxBytes)
+            }
+        } catch let error as LoadableCacheError {
+            throw error
         } catch {
             throw LoadableCacheError.saveFailed(key: key, underlying: error)
         }
@@ -190,7 +237,9 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     ///   removed (every other one is); its underlying error lists each path with the system's
     ///   reason.
     public func removeAll() throws {
-        let failures = folder.withUnstartedContents { $0.removeFiles(everything: true) { _ in true } }
+        let failures = folder.withUnstartedContents {
+            $0.removeFiles(everything: true, includingPinned: true) { _, _ in true }
+        }
         try Self.throwing(failures)
     }
 
@@ -210,15 +259,14 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
         let canonicalPrefix = Self.canonical(prefix)
         guard !canonicalPrefix.isEmpty else { return try await removeAll() }
         let prefixName = Self.hex(Array(canonicalPrefix.utf8)[...])
-        let path = folder.path
         let failures = folder.withUnstartedContents { contents in
-            contents.removeFiles(everything: false) { name in
+            contents.removeFiles(everything: false, includingPinned: true) { folder, name in
                 guard name.utf8.count == Self.maxNameLength, name.utf8.contains(UInt8(ascii: "-")) else {
                     guard name.hasPrefix(prefixName), let key = Self.key(ofName: name) else { return false }
                     return key.hasPrefix(prefix)
                 }
                 guard name.hasPrefix(prefixName.prefix(Self.keptNameDigits)) else { return false }
-                return try Self.head(ofFile: path + "/" + name)?.key.hasPrefix(prefix) ?? false
+                return try Self.head(ofFile: folder + "/" + name)?.key.hasPrefix(prefix) ?? false
             }
         }
         try Self.throwing(failures)
@@ -234,36 +282,37 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// - Throws: ``LoadableCacheError/loadFailed(key:underlying:)`` with an empty key, naming the
     ///   folder and the system's reason, when the folder cannot be listed.
     public func keys() throws -> [String] {
-        let path = folder.path
-        let items: [FolderItem]
-        do {
-            guard let listed = try FileIO.list(folder: path) else { return [] }
-            items = listed
-        } catch {
-            throw LoadableCacheError.loadFailed(key: "", underlying: error)
-        }
         var keys = Set<String>()
-        for item in items where item.isRegularFile && FileCacheFolder.Contents.isEntryName(item.name) {
-            if let key = Self.key(ofName: item.name) {
-                keys.insert(Self.canonical(key))
-            } else if let head = try? Self.head(ofFile: path + "/" + item.name) {
-                keys.insert(Self.canonical(head.key))
+        for path in [folder.path, folder.path + "/" + FileCacheFolder.Contents.pinnedFolderName] {
+            let items: [FolderItem]
+            do {
+                guard let listed = try FileIO.list(folder: path) else { continue }
+                items = listed
+            } catch {
+                throw LoadableCacheError.loadFailed(key: "", underlying: error)
+            }
+            for item in items where item.isRegularFile && FileCacheFolder.Contents.isEntryName(item.name) {
+                if let key = Self.key(ofName: item.name) {
+                    keys.insert(Self.canonical(key))
+                } else if let head = try? Self.head(ofFile: path + "/" + item.name) {
+                    keys.insert(Self.canonical(head.key))
+                }
             }
         }
         return keys.sorted()
     }
 
     /// Deletes the entries saved (``CachedEntry/savedAt``) before `date`, read from each file's
-    /// header; files whose header is not an entry's are left alone.
+    /// header; pinned entries (``CachedEntry/isPinned``), and files whose header is not an
+    /// entry's, are left alone.
     ///
     /// - Parameter date: The oldest save date kept.
     /// - Throws: ``LoadableCacheError/removeAllFailed(underlying:)`` listing each file that could
     ///   not be read or removed, with the system's reason; every other one is handled.
     public func removeEntries(savedBefore date: Date) throws {
-        let path = folder.path
         let failures = folder.withUnstartedContents { contents in
-            contents.removeFiles(everything: false) { name in
-                guard let head = try Self.head(ofFile: path + "/" + name) else { return false }
+            contents.removeFiles(everything: false, includingPinned: false) { folder, name in
+                guard let head = try Self.head(ofFile: folder + "/" + name) else { return false }
                 return head.savedAt < date
             }
         }
@@ -280,10 +329,11 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
 
     // MARK: - For tests
 
-    /// The usage as this process counts it: the entry files' total size, and their names, least
-    /// recently used first. Starts the folder (scans it) if it was not yet.
+    /// The usage as this process counts it: the entry files' total size (pinned ones included),
+    /// and their names, least recently used first, then the pinned ones (which no limit
+    /// evicts), sorted. Starts the folder (scans it) if it was not yet.
     package func usage() throws -> (totalBytes: Int, namesLeastRecentFirst: [String]) {
-        try withContents { ($0.entries.totalBytes, $0.entries.namesInOrder) }
+        try withContents { ($0.totalBytes, $0.entries.namesInOrder + $0.pinned.keys.sorted()) }
     }
 
     /// Makes the next object on `directory` start afresh, with a scan, as in a new process; the
