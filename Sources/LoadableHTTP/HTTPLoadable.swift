@@ -100,6 +100,8 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
         self.loader = loader
         super.init(contents: nil, clock: clock) { try await loader.load() }
         loader.loadable = self
+        // Told first of every change of the base, before a persistence reads the validators.
+        core.subscribe(loader)
     }
 
     /// Sends the request and decodes the answer; see ``HTTPLoadable`` for the rules. Not meant to
@@ -120,8 +122,12 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     /// The loadable, held weakly: the load task holds this loader, not the loadable.
     weak var loadable: HTTPLoadable<Contents>?
 
-    /// The validators of the contents: from the last 2xx (or 304) whose result was kept.
+    /// The validators of the contents: from the last 2xx (or 304) whose result was kept, until
+    /// the base contents change by a write of the app's own.
     var validators = Validators()
+    /// Counts the writes of the app's own to the base contents: a 304 to a request sent before
+    /// one confirms contents the write has changed since, so its validators are not kept.
+    private var localWrites = 0
 
     /// ``request`` as every sync sends it, made once: `URLRequest` copies its whole storage at
     /// each change.
@@ -160,16 +166,20 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         // A 304 confirms the contents whoever set the validators: the loadable, or the request itself.
         exchange.isConditional = hasContents && (requestIsConditional || !validators.isEmpty)
         let request = hasContents ? requestWithValidators() : plainRequest
+        let writesBefore = localWrites
         let outcome = try await exchange.run(request, authorization: authorization)
         // The answer counts only if the sync it belongs to is still the current one: otherwise
         // the loadable drops it, and its validators must go with it.
         let isCurrent = !Task.isCancelled && loadable?.statusUntrackedWherePossible.state == .syncing
         switch outcome {
         case .decoded(let contents, let newValidators):
+            // The answer's contents replace the base: the validators describe them.
             if isCurrent { validators = newValidators }
             return contents
         case .notModified(let newValidators):
-            if isCurrent { validators.update(with: newValidators) }
+            // A 304 confirms the contents the request was sent for; after a write of the app's
+            // own, the base is no longer those (the next sync is unconditional).
+            if isCurrent, localWrites == writesBefore { validators.update(with: newValidators) }
             throw notModifiedConfirmation
         case .unauthorized(let rejection):
             throw rejection
@@ -184,6 +194,19 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         validators.apply(to: &request)
         conditionalRequest = (validators, request)
         return request
+    }
+}
+
+extension HTTPRequestLoader: LoadableCoreSubscriber {
+    /// A change of the base contents by the app (not by a sync, not reconciled with the server's
+    /// answer) drops the validators: the server may not have those contents, and a `304` must
+    /// never confirm them.
+    var coreEvents: LoadableCoreEvent.Kinds { .baseContentsChanged }
+
+    func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
+        guard event == .baseContentsChanged(origin: .local) else { return }
+        localWrites &+= 1
+        validators = Validators()
     }
 }
 

@@ -43,7 +43,7 @@ final class PersistenceWallClock: Sendable {
 actor ScriptedPersistenceCache: LoadableCache {
     /// A kind of call.
     enum Operation: String, Sendable, CustomStringConvertible {
-        case load, save, remove, removeAll
+        case load, save, touch, remove, removeAll
         var description: String { rawValue }
     }
 
@@ -137,6 +137,14 @@ actor ScriptedPersistenceCache: LoadableCache {
         try await arrive(Call(operation: .save, key: key, entry: entry))
         entries[key] = entry
         completedSaveCount += 1
+    }
+
+    func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try await arrive(Call(operation: .touch, key: key))
+        guard entries[key] != nil else { return false }
+        entries[key]?.savedAt = savedAt
+        entries[key]?.metadata = metadata
+        return true
     }
 
     func remove(key: String) async throws {

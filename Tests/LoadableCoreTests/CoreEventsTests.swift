@@ -30,7 +30,9 @@ struct CoreEventsTests {
         override func doSync() {}
     }
 
-    @Test("a sync tells its state changes; a success also confirms the contents and changes the base")
+    @Test(
+        "a sync tells its state changes; a success with contents changes the base (the server's), one without confirms it"
+    )
     func syncEvents() {
         let loadable = Manual()
         let log = EventLog()
@@ -40,7 +42,16 @@ struct CoreEventsTests {
         #expect(
             log.events == [
                 .stateChanged(from: .idle, to: .syncing), .stateChanged(from: .syncing, to: .didSyncSuccessfully),
-                .contentsConfirmed, .baseContentsChanged,
+                .baseContentsChanged(origin: .server),
+            ])
+        log.events = []
+        // Confirmed as it is (what an HTTP 304 does): no change of the base.
+        loadable.sync()
+        loadable.setDidSyncSuccessfully()
+        #expect(
+            log.events == [
+                .stateChanged(from: .didSyncSuccessfully, to: .syncing),
+                .stateChanged(from: .syncing, to: .didSyncSuccessfully), .contentsConfirmed,
             ])
         log.events = []
         loadable.sync()
@@ -59,14 +70,16 @@ struct CoreEventsTests {
         loadable.core.subscribe(log)
         loadable.setContents(1)
         loadable.updateContents { $0 += 1 }
-        #expect(log.events == [.contentsConfirmed, .baseContentsChanged, .contentsConfirmed, .baseContentsChanged])
+        #expect(log.events == [.baseContentsChanged(origin: .local), .baseContentsChanged(origin: .local)])
         log.events = []
         loadable.restoreContents(5, age: .seconds(3))
         loadable.setIdle()
         #expect(log.events.isEmpty)
     }
 
-    @Test("an optimistic layer is not a change of the base; its commit is")
+    @Test(
+        "an optimistic layer is not a change of the base; its commit is: the app's own, or the server's when reconciled"
+    )
     func optimisticChanges() async throws {
         let loadable = PushLoadable<Int>(contents: 1)
         let log = EventLog([.baseContentsChanged])
@@ -77,8 +90,15 @@ struct CoreEventsTests {
             #expect(loadable.contents == 11)
             #expect(log.events.isEmpty)
         }
-        #expect(log.events == [.baseContentsChanged])
+        #expect(log.events == [.baseContentsChanged(origin: .local)])
         #expect(loadable.contents == 11)
+        log.events = []
+        _ = try await loadable.mutate(
+            optimistic: { $0 += 1 },
+            commit: { 100 },
+            reconcile: { contents, answer in contents = answer })
+        #expect(log.events == [.baseContentsChanged(origin: .server)])
+        #expect(loadable.contents == 100)
     }
 
     @Test("the first use and the end of the last one are told once each")
@@ -105,7 +125,7 @@ struct CoreEventsTests {
         let token = loadable.addObserver { _ in seenByObserver.append(states.events.count + saves.events.count) }
         loadable.setDidSyncSuccessfully(1)
         #expect(states.events == [.stateChanged(from: .idle, to: .didSyncSuccessfully)])
-        #expect(saves.events == [.baseContentsChanged])
+        #expect(saves.events == [.baseContentsChanged(origin: .server)])
         #expect(seenByObserver == [2])
         token.cancel()
     }
@@ -125,10 +145,10 @@ struct CoreEventsTests {
         loadable.core.subscribe(second)
         loadable.setContents(1)
         loadable.setContents(2)
-        #expect(first.events == [.baseContentsChanged])
+        #expect(first.events == [.baseContentsChanged(origin: .local)])
         // `second` was unsubscribed before its turn in the same emission: the copy taken for the
         // emission still tells it once, never after.
-        #expect(second.events == [.baseContentsChanged])
+        #expect(second.events == [.baseContentsChanged(origin: .local)])
         #expect(loadable.core.subscriber(EventLog.self) == nil)
     }
 

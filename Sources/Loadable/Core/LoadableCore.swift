@@ -195,11 +195,11 @@ package final class LoadableCore {
     }
 
     /// Records a confirmation of the contents now: the age restarts, an invalidation and a stale
-    /// announcement are forgotten. Tells ``LoadableCoreEvent/contentsConfirmed``.
+    /// announcement are forgotten. The caller tells what it was
+    /// (``LoadableCoreEvent/contentsConfirmed`` or ``LoadableCoreEvent/baseContentsChanged(origin:)``).
     package func confirmContents() {
         storedConfirmedAt = now
         storedFreshness.subtract([.invalidated, .staleByAgeAnnounced])
-        emit(.contentsConfirmed)
     }
 
     /// Records contents restored from a cache, confirmed `age` ago: they are as old as the cache

@@ -4,13 +4,16 @@
 /// Events are told on the main actor, after the core stored the change and before observers are
 /// notified; a subscriber must not run code of the app.
 package enum LoadableCoreEvent: Equatable, Sendable {
-    /// The contents were confirmed now: the age restarts (a successful sync, a write of contents).
-    /// Contents restored from a cache are not confirmed now: their age is the cache's.
+    /// A sync confirmed the contents without changing them (an HTTP `304`, a
+    /// `setDidSyncSuccessfully()` without contents): the age restarts, the base is the same. What
+    /// persistence touches (a new save date, no new contents). A change of the base is
+    /// ``baseContentsChanged(origin:)`` instead, which confirms too; contents restored from a
+    /// cache are not confirmed now (their age is the cache's).
     case contentsConfirmed
-    /// The base contents changed: a successful sync, a write of contents, a committed optimistic
-    /// change (not a restore, not an optimistic layer, not an appended page). What persistence
-    /// saves.
-    case baseContentsChanged
+    /// The base contents changed, and count as confirmed now: a successful sync, a write of
+    /// contents, a committed optimistic change (not a restore, not an optimistic layer, not an
+    /// appended page). What persistence saves.
+    case baseContentsChanged(origin: BaseContentsOrigin)
     /// The state changed (it is stored; the error, if any, too).
     case stateChanged(from: LoadableState, to: LoadableState)
     /// The first use began (`true`) or the last one ended (`false`).
@@ -40,6 +43,16 @@ package enum LoadableCoreEvent: Equatable, Sendable {
         case .useChanged: .useChanged
         }
     }
+}
+
+/// Where new base contents came from: what an HTTP loadable's validators may describe.
+package enum BaseContentsOrigin: Equatable, Sendable {
+    /// The server: a successful sync, or a committed change reconciled with the server's answer.
+    case server
+    /// The app: `setContents`, `updateContents`, a committed change applied as it was shown (a
+    /// `mutate` without `reconcile`, an outbox item joining). The server may not have these
+    /// contents.
+    case local
 }
 
 /// Something attached to a loadable that follows some of its ``LoadableCoreEvent``s.

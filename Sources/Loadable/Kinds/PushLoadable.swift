@@ -179,7 +179,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     public final func setContents(_ contents: Contents) {
         core.willChange()
         storeBaseContents(contents)
-        confirmBaseContentsChange()
+        confirmBaseContentsChange(origin: .local)
         finishChange(endingSync: false)
     }
 
@@ -202,7 +202,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         body(&contents)
         core.willChange()
         storeBaseContents(contents)
-        confirmBaseContentsChange()
+        confirmBaseContentsChange(origin: .local)
         finishChange(endingSync: false)
     }
 
@@ -446,7 +446,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         showBaseAfterRemoval(changes)
         core.hasContents = true
         if changesBase {
-            confirmBaseContentsChange()
+            confirmBaseContentsChange(origin: .local)
             if storedState == .syncing { baseDidChangeDuringSync() }
         }
         finishChange(endingSync: false)
@@ -489,7 +489,9 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             showBaseAfterRemoval(changes)
         }
         core.hasContents = true
-        confirmBaseContentsChange()
+        // Reconciled with the server's answer, the base is what the server has; applied as it was
+        // shown, it is the app's guess.
+        confirmBaseContentsChange(origin: reconcile == nil ? .local : .server)
         if storedState == .syncing { baseDidChangeDuringSync() }
         finishChange(endingSync: false)
     }
@@ -513,7 +515,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
-        recordOutcome(state)
+        recordOutcome(state, changedBase: false)
         finishChange(endingSync: endsSync)
     }
 
@@ -529,25 +531,28 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
         storeBaseContents(contents)
-        recordOutcome(state)
+        recordOutcome(state, changedBase: true)
         finishChange(endingSync: endsSync)
     }
 
     /// The base contents were written (not synced): they count as confirmed now, and
-    /// ``LoadableCoreEvent/baseContentsChanged`` is told (persistence saves them).
+    /// ``LoadableCoreEvent/baseContentsChanged(origin:)`` is told (persistence saves them).
     @inline(__always)
-    private func confirmBaseContentsChange() {
+    private func confirmBaseContentsChange(origin: BaseContentsOrigin) {
         core.confirmContents()
-        core.emit(.baseContentsChanged)
+        core.emit(.baseContentsChanged(origin: origin))
     }
 
-    /// Counts a failure, or records a success (the contents are confirmed, the failures forgotten).
+    /// Counts a failure, or records a success (the contents are confirmed, the failures
+    /// forgotten) and tells whether the sync changed the base
+    /// (``LoadableCoreEvent/baseContentsChanged(origin:)``: persistence saves it) or confirmed it as
+    /// it is (``LoadableCoreEvent/contentsConfirmed``: persistence touches it).
     @inline(__always)
-    private func recordOutcome(_ state: LoadableState) {
+    private func recordOutcome(_ state: LoadableState, changedBase: Bool) {
         switch state {
         case .didSyncSuccessfully:
             core.recordSuccess()
-            core.emit(.baseContentsChanged)
+            core.emit(changedBase ? .baseContentsChanged(origin: .server) : .contentsConfirmed)
         case .didFailToSync: core.recordFailure()
         case .idle, .syncing: break
         }

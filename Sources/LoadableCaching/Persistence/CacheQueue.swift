@@ -44,6 +44,16 @@ final class CacheQueue: Sendable {
         of(cache).enqueueSave(key: queueKey(key, in: cache), work: work)
     }
 
+    /// Queues a touch of `key` in `cache` (a new date for contents confirmed as they are): `touch`,
+    /// unless a save of the key waits for its turn, whose contents are not on disk yet; that save
+    /// becomes `save` (the same contents, the new date). A save asked for later replaces a touch
+    /// still waiting, as it replaces a save.
+    @MainActor static func enqueueTouch(
+        in cache: any LoadableCache, key: String, save: @escaping Work, touch: @escaping Work
+    ) {
+        of(cache).enqueueTouch(key: queueKey(key, in: cache), save: save, touch: touch)
+    }
+
     /// Queues a job about `key` in `cache` (about every key for `nil`) that is not a save.
     @MainActor static func enqueue(in cache: any LoadableCache, key: String?, work: @escaping Work) {
         of(cache).enqueue(Job(key: key.map { queueKey($0, in: cache) }, work: work))
@@ -66,10 +76,14 @@ final class CacheQueue: Sendable {
         let key: String?
         /// Replaced by a newer save while the job waits; guarded by the queue's lock.
         fileprivate var work: Work
+        /// Whether the job only touches its entry (its contents are on disk already); guarded by
+        /// the queue's lock.
+        fileprivate var isTouch: Bool
 
-        init(key: String?, work: @escaping Work) {
+        init(key: String?, work: @escaping Work, isTouch: Bool = false) {
             self.key = key
             self.work = work
+            self.isTouch = isTouch
         }
     }
 
@@ -101,9 +115,25 @@ final class CacheQueue: Sendable {
         let startsRun = state.withLock { state -> Bool in
             if let waiting = state.waitingSaves[key] {
                 waiting.work = work
+                waiting.isTouch = false
                 return false
             }
             let job = Job(key: key, work: work)
+            state.waitingSaves[key] = job
+            return Self.append(job, to: &state)
+        }
+        if startsRun { startRun() }
+    }
+
+    /// Queues a touch of `key`, or turns the save of `key` that waits into `save` (a touch that
+    /// waits into `touch`).
+    @MainActor private func enqueueTouch(key: String, save: @escaping Work, touch: @escaping Work) {
+        let startsRun = state.withLock { state -> Bool in
+            if let waiting = state.waitingSaves[key] {
+                waiting.work = waiting.isTouch ? touch : save
+                return false
+            }
+            let job = Job(key: key, work: touch, isTouch: true)
             state.waitingSaves[key] = job
             return Self.append(job, to: &state)
         }

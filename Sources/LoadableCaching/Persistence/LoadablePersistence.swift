@@ -74,17 +74,24 @@ extension Loadable where Contents: Codable & Sendable {
         let settings = PersistenceSettings(
             cache: cache, key: key, version: version, maxRestoreAge: maxRestoreAge, encoder: encoder,
             decoder: decoder, now: now)
-        persistence.saveContents = { [weak self, weak persistence] in
+        persistence.saveContents = { [weak self, weak persistence] confirmedOnly in
             guard let self, let persistence,
                 let contents = self.baseContents
             else { return }
             let savedAt = now()
             let metadata = (self as? any PersistedMetadataProviding)?.persistedMetadata ?? [:]
-            CacheQueue.enqueueSave(in: cache, key: key) { [weak persistence] in
-                guard let error = await settings.save(contents, savedAt: savedAt, metadata: metadata) else {
-                    return nil
-                }
+            // Holds the persistence weakly: a job waiting in the queue does not keep it alive.
+            let report: @Sendable (LoadableCacheError?) -> (@MainActor () -> Void)? = { [weak persistence] error in
+                guard let error else { return nil }
                 return { [weak persistence] in persistence?.report(error) }
+            }
+            let save: CacheQueue.Work = {
+                report(await settings.save(contents, savedAt: savedAt, metadata: metadata))
+            }
+            guard confirmedOnly else { return CacheQueue.enqueueSave(in: cache, key: key, work: save) }
+            // Confirmed as they are (a 304): a new date and validators, not the contents again.
+            CacheQueue.enqueueTouch(in: cache, key: key, save: save) {
+                report(await settings.touch(contents, savedAt: savedAt, metadata: metadata))
             }
         }
         core.subscribe(persistence)
@@ -107,6 +114,7 @@ extension Loadable where Contents: Codable & Sendable {
                         receiver.restorePersistedMetadata(metadata)
                     }
                     restoreContents(contents, age: age)
+                    settings.cacheHoldsBase.withLock { $0 = true }
                 }
             }
         }
@@ -142,8 +150,9 @@ public final class LoadablePersistence {
     /// Whether the restore is still to finish (read and decode the entry, then set it or drop it).
     public internal(set) var isRestoring = true
 
-    /// Queues a save of the loadable's contents now; set by `persist`.
-    var saveContents: (@MainActor () -> Void)?
+    /// Queues a save of the loadable's contents now, or, with `true` (the contents were confirmed
+    /// as they are), a touch of their entry; set by `persist`.
+    var saveContents: (@MainActor (_ confirmedOnly: Bool) -> Void)?
     private weak var core: LoadableCore?
     /// The callers of ``restored()`` waiting for the restore to finish.
     private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
@@ -200,13 +209,14 @@ public final class LoadablePersistence {
 }
 
 extension LoadablePersistence: LoadableCoreSubscriber {
-    /// A persistence saves the base contents after each change of them.
-    package var coreEvents: LoadableCoreEvent.Kinds { .baseContentsChanged }
+    /// A persistence saves the base contents after each change of them, and touches their entry
+    /// after a confirmation that changed nothing.
+    package var coreEvents: LoadableCoreEvent.Kinds { [.baseContentsChanged, .contentsConfirmed] }
 
-    /// Queues a save of the base contents (the loadable owns its persistence through this
-    /// subscription).
+    /// Queues a save of the base contents, or a touch of their entry (the loadable owns its
+    /// persistence through this subscription).
     package func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
-        saveContents?()
+        saveContents?(event == .contentsConfirmed)
     }
 }
 
@@ -229,6 +239,10 @@ struct PersistenceSettings: Sendable {
     let encoder: JSONEncoder
     let decoder: JSONDecoder
     let now: @Sendable () -> Date
+    /// Whether the cache's entry holds the loadable's base contents (restored from it, or saved
+    /// since): only then may a confirmation touch the entry instead of saving the contents. Set
+    /// by the queue's jobs (one at a time) and by the restore's step on the main actor.
+    let cacheHoldsBase = Locked(false)
 
     /// Encodes `contents` and saves them; returns the error, if any.
     nonisolated func save<Contents: Encodable & Sendable>(
@@ -236,6 +250,20 @@ struct PersistenceSettings: Sendable {
     ) async
         -> LoadableCacheError?
     {
+        let error = await write(contents, savedAt: savedAt, metadata: metadata)
+        cacheHoldsBase.withLock { $0 = error == nil }
+        return error
+    }
+
+    /// Encodes `contents` and saves them; returns the error, if any.
+    private nonisolated func write<Contents: Encodable & Sendable>(
+        _ contents: Contents, savedAt: Date, metadata: [String: String]
+    ) async -> LoadableCacheError? {
+        do {
+            try CachedEntry.checkSavedAt(savedAt, key: key)
+        } catch {
+            return error
+        }
         let data: Data
         do {
             data = try encoder.encode(contents)
@@ -249,6 +277,23 @@ struct PersistenceSettings: Sendable {
         } catch {
             return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
         }
+    }
+
+    /// Sets the save date and metadata of the entry, or saves `contents` whole when the entry
+    /// may hold other contents (none restored or saved yet, a save that failed) or is gone
+    /// (evicted, removed); returns the error, if any.
+    nonisolated func touch<Contents: Encodable & Sendable>(
+        _ contents: Contents, savedAt: Date, metadata: [String: String]
+    ) async -> LoadableCacheError? {
+        if cacheHoldsBase.withLock({ $0 }) {
+            do {
+                if try await cache.touch(key: key, savedAt: savedAt, metadata: metadata) { return nil }
+            } catch {
+                cacheHoldsBase.withLock { $0 = false }
+                return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+            }
+        }
+        return await save(contents, savedAt: savedAt, metadata: metadata)
     }
 
     /// Loads and decodes the entry; removes it when it cannot be used.
