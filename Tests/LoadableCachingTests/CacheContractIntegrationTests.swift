@@ -2,6 +2,7 @@ import Foundation
 import Loadable
 import LoadableCaching
 import LoadableSQLite
+import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
 import Testing
@@ -134,5 +135,47 @@ struct CacheContractIntegrationTests {
         let third = makeOutbox(cache: try subject.another(), server: ScriptedServer(), clock: ManualClock())
         await third.restored()
         #expect(third.items.isEmpty)
+    }
+
+    /// The setup the offline guide recommends, on a bounded cache: a store in one scope, the
+    /// outbox in another. The store's saves push the cache past `maxBytes` many times over, and
+    /// the app clears old entries at launch; the queue is pinned, so neither takes it.
+    @Test(
+        "an outbox in a scope of a bounded cache keeps its queue through eviction, removeEntries(savedBefore:) and a relaunch",
+        arguments: BoundedCacheKind.allCases)
+    func outboxSurvivesEviction(kind: BoundedCacheKind) async throws {
+        let subject = try CacheSubject(kind, maxBytes: 4_096)
+        defer { subject.cleanUp() }
+        let wall = PersistenceWallClock()
+        let log = PersistenceErrorLog()
+        let offline = ActivityMonitor(connectivity: .offline)
+        let server = ScriptedServer()
+        do {
+            let outbox = makeOutbox(
+                cache: subject.cache.scoped("outbox/"), server: server, activity: offline, clock: ManualClock())
+            await outbox.restored()
+            // A queue larger than the whole limit on its own.
+            for index in 0..<60 { outbox.enqueue(Append(word: String(repeating: "w", count: 100) + "\(index)")) }
+            await outbox.saved()
+            let store = LoadableStore<Int, PersistedLoadable<String>>(
+                clock: ManualClock(), cache: subject.cache.scoped("posts/"), cacheKey: { "\($0)" },
+                now: wall.function, onError: log.handler
+            ) { _ in PersistedLoadable(clock: ManualClock()) }
+            for key in 0..<200 { store.setContents(String(repeating: "p", count: 300), for: key) }
+            await store.flush()
+            #expect(outbox.items.count == 60)
+        }
+        wall.advance(by: 3_600)
+        try await subject.removeEntries(savedBefore: wall.now)
+
+        let relaunched = makeOutbox(
+            cache: try CacheSubject(kind, directory: subject.directory, maxBytes: 1_024).cache.scoped("outbox/"),
+            server: ScriptedServer(), activity: offline, clock: ManualClock())
+        await relaunched.restored()
+        #expect(relaunched.items.count == 60)
+        #expect(relaunched.items.first?.change.word.hasSuffix("0") == true)
+        #expect(relaunched.items.last?.change.word.hasSuffix("59") == true)
+        #expect(log.summaries.isEmpty)
+        #expect(server.calls.isEmpty, "nothing was sent offline")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableCaching
+import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
 import Testing
@@ -90,6 +91,36 @@ struct PersistenceSaveTests {
         #expect(await cache.operations == [.load, .touch])
         #expect(await cache.entry("k")?.savedAt == wall.now)
         #expect(persistedInt(await cache.entry("k")) == 7)
+    }
+
+    @Test(
+        "a save date that is not finite is refused with saveFailed through onError, on any cache; nothing is saved",
+        arguments: [Double.nan, .infinity, -.infinity])
+    func nonFiniteSaveDate(seconds: Double) async throws {
+        let cache = ScriptedPersistenceCache()
+        let log = PersistenceErrorLog()
+        let loadable = PersistedLoadable<Int>(clock: ManualClock())
+        let persistence = loadable.persist(
+            in: cache, key: "k", now: { Date(timeIntervalSinceReferenceDate: seconds) }, onError: log.handler)
+        loadable.setContents(1)
+        await persistence.flush()
+        #expect(await cache.completedSaveCount == 0)
+        #expect(await cache.operations == [.load])
+        #expect(log.summaries == ["saveFailed k"])
+        #expect(log.errors.first.map { "\($0)" }?.contains("not a finite date") == true)
+
+        let outboxLog = PersistenceErrorLog()
+        let outbox = LoadableOutbox<Int>(
+            cache: cache, key: "outbox", activity: ActivityMonitor(connectivity: .offline), clock: ManualClock(),
+            now: { Date(timeIntervalSinceReferenceDate: seconds) }
+        ) { _, _ in }
+        outbox.onError = outboxLog.handler
+        outbox.enqueue(1)
+        await outbox.saved()
+        #expect(await cache.completedSaveCount == 0)
+        #expect(outboxLog.summaries == ["saveFailed outbox"])
+        #expect(outboxLog.errors.first.map { "\($0)" }?.contains("not a finite date") == true)
+        #expect(outbox.items.count == 1, "the item is still there, to be sent")
     }
 
     @Test("the encoder and the decoder given are the ones used (a date strategy)")

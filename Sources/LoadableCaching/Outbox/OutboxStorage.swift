@@ -74,8 +74,13 @@ enum OutboxStorage {
             if mode == .adoptingStored { outcome.adopted = items(from: others, key: key) }
             records = others + records
         }
-        let entry = CachedEntry(data: OutboxFormat.encode(records), savedAt: savedAt, version: OutboxFormat.version)
+        // Unsent changes exist nowhere else: pinned, so that no cache limit evicts them and no
+        // removal by date removes them.
+        let entry = CachedEntry(
+            data: OutboxFormat.encode(records), savedAt: savedAt, version: OutboxFormat.version,
+            isPinned: !records.isEmpty)
         do {
+            try CachedEntry.checkSavedAt(savedAt, key: key)
             try await cache.save(entry, key: key)
         } catch {
             outcome.error = error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
