@@ -103,14 +103,19 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private let now: @Sendable () -> Date
     private let encoder = JSONEncoder()
     private var storedItems: [OutboxItem<Change>] = []
-    /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it, so that a
-    /// save hands the queue over without rebuilding it on the main actor).
-    private var records: [OutboxRecord] = []
+    /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it), and the
+    /// items set aside: behind a lock, so that a save copies them when it runs, off the main
+    /// actor. A save that held the array instead would make the main actor's next change of it
+    /// copy the whole queue: an enqueue would cost O(n). The records change only together with a
+    /// save asked for (or in ways a save merges the same whatever it reads, while restoring), so
+    /// that after the saves asked for, the cache holds the same bytes however the saves ran.
+    private let stored = Locked(StoredRecords())
+    /// Send counts not in the records yet, by item id: written into them when the next save is
+    /// asked for.
+    private var unsavedAttempts: [String: Int] = [:]
     /// The number of the save that first carries each item, by id (0 for items of earlier
     /// launches): an item is sent once a save of that number or a later one has finished.
     private var sequences: [String: UInt64] = [:]
-    /// Items set aside (their change did not decode), kept in the cache as they were.
-    private var setAside: [OutboxRecord] = []
     private var storedIsPaused: Bool
     /// The running send.
     private var sending: Sending?
@@ -272,7 +277,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             records.removeAll()
         }
         sequences.removeAll()
-        setAside.removeAll()
+        unsavedAttempts.removeAll()
+        stored.withLock { $0.setAside.removeAll() }
         storedIsUnread = false
         for id in ids { forEachDisplay { $0.drop(id) } }
         if isRestoring {
@@ -394,13 +400,15 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func beginSend(_ id: String) {
         // Observation's handlers run before the change: one that enqueues must not start a send.
         isBeginningSend = true
-        let updated = updateItem(id) { item, record in
+        let updated = updateItem(id) { item, _ in
             item.state = .sending
             item.attempts += 1
-            record.attempts = item.attempts
         }
         isBeginningSend = false
         guard let item = updated else { return }
+        // Its record takes the count with the next save asked for: records change only with one,
+        // so that what a save writes does not depend on when it runs.
+        unsavedAttempts[item.id] = item.attempts
         retryingID = nil
         sendCount += 1
         let count = sendCount
@@ -527,8 +535,17 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     /// Queues a save of the whole queue as it is now (replacing a save that waits for its turn).
     private func save() {
-        let records = records
-        let setAside = setAside
+        let stored = stored
+        if !unsavedAttempts.isEmpty {
+            stored.withLock { stored in
+                for (id, attempts) in unsavedAttempts {
+                    if let index = stored.records.firstIndex(where: { $0.id == id }) {
+                        stored.records[index].attempts = attempts
+                    }
+                }
+            }
+            unsavedAttempts.removeAll(keepingCapacity: true)
+        }
         requestedSave += 1
         let covered = requestedSave
         let cache = cache
@@ -540,9 +557,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let mode: OutboxSaveMode = isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
         let savedAt = now()
         CacheQueue.enqueueSave(in: cache, key: key) { [weak self] in
+            // The queue as it is when the save runs (this save's items, and any enqueued since).
+            let records = stored.withLock { $0.records.filter { !$0.isUnsaved } + $0.setAside }
             let outcome = await OutboxStorage.save(
-                records.filter { !$0.isUnsaved } + setAside, savedAt: savedAt, in: cache, key: key, mode: mode,
-                as: Change.self)
+                records, savedAt: savedAt, in: cache, key: key, mode: mode, as: Change.self)
             return { [weak self] in self?.saveDidFinish(covering: covered, outcome: outcome) }
         }
     }
@@ -595,7 +613,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// Puts the items of earlier launches (older than those enqueued since) before the others,
     /// on the loadables too, and keeps those set aside.
     private func putFirst(_ outcome: OutboxRestoreOutcome<Change>) {
-        setAside.append(contentsOf: outcome.setAside)
+        stored.withLock { $0.setAside.append(contentsOf: outcome.setAside) }
         let found = outcome.items.filter { sequences[$0.item.id] == nil }
         guard !found.isEmpty else { return }
         let newer = storedItems
@@ -632,7 +650,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     /// Changes the items and their records together.
     private func mutateItems(_ body: (inout [OutboxItem<Change>], inout [OutboxRecord]) -> Void) {
-        mutate(OutboxObservationKey.items) { body(&storedItems, &records) }
+        mutate(OutboxObservationKey.items) {
+            stored.withLock { body(&storedItems, &$0.records) }
+        }
     }
 
     private func mutate<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>, _ body: () -> Void) {
@@ -684,6 +704,12 @@ extension LoadableOutbox: ActivityMonitorFollower {
         }
         if resumes { startSending(explicitly: false) }
     }
+}
+
+/// The records of an outbox's items, in order, and of the items set aside.
+private struct StoredRecords {
+    var records: [OutboxRecord] = []
+    var setAside: [OutboxRecord] = []
 }
 
 /// The send that runs.
