@@ -42,13 +42,17 @@ public import LoadableCaching
 ///
 /// **Limit.** With `maxBytes`, the entries' sizes (the UTF-8 of the key, the data and the
 /// metadata's bytes) add up to at most `maxBytes`: a save that passes it removes the least
-/// recently used entries (by load or save) in the same transaction. An entry larger than
-/// `maxBytes` on its own is not kept: its save removes the key's old entry and does not throw.
-/// The total is kept in the database, so every object and process on the file agrees on it; an
-/// object opened with a limit lower than the total (lowered since the last launch) evicts down to
-/// it at once. With a limit, each load also marks its entry used (a small write). The file itself
-/// is larger than the entries by SQLite's pages and indexes. The space ``removeAll()`` frees goes
-/// back to the system; what evictions and other removals free stays in the file for later saves.
+/// recently used unpinned entries (by load or save) in the same transaction. An unpinned entry
+/// larger than `maxBytes` on its own is not kept: its save removes the key's old entry and does
+/// not throw. A pinned entry (`CachedEntry.isPinned`: an outbox's queue) is never
+/// evicted and always kept; it counts toward the total, so when the pinned entries pass the limit
+/// on their own, every other entry goes and the total stays above the limit until they are
+/// unpinned or removed. The total is kept in the database, so every object and process on the
+/// file agrees on it; an object opened with a limit lower than the total (lowered since the last
+/// launch) evicts down to it at once. With a limit, each load also marks its entry used (a small
+/// write). The file itself is larger than the entries by SQLite's pages and indexes. The space
+/// ``removeAll()`` frees goes back to the system; what evictions and other removals free stays in
+/// the file for later saves.
 ///
 /// **Threads and objects.** An actor with one connection, its statements prepared once: its work
 /// runs off the main actor, one call at a time. A second object (or process) on the same file
@@ -56,6 +60,9 @@ public import LoadableCaching
 /// object moves a damaged file aside, the others of the process open the fresh one at their next
 /// call. The order of calls is kept per object: two persistences on one key should share one
 /// object.
+///
+/// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
+/// one transaction: their entries stay, unpinned.
 public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// The database file's URL, as given.
     public nonisolated let path: URL
@@ -138,9 +145,10 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Saves `entry` under `key`, in one transaction; with ``maxBytes``, removes the least
-    /// recently used entries past it in the same transaction. An entry larger than ``maxBytes``
-    /// is not kept, and the key's old entry is removed.
+    /// Saves `entry` under `key` with its pin, in one transaction; with ``maxBytes``, removes the
+    /// least recently used unpinned entries past it in the same transaction. An unpinned entry
+    /// larger than ``maxBytes`` is not kept, and the key's old entry is removed; a pinned one is
+    /// always kept.
     ///
     /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)` with a ``SQLiteCacheError``;
     ///   the old entry, if any, is left whole (unless the database could not be used at all and
@@ -155,7 +163,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes the entry under `key`; a key without one is not an error.
+    /// Removes the entry under `key`, pinned or not; a key without one is not an error.
     ///
     /// - Throws: `LoadableCacheError.removeFailed(key:underlying:)` with a ``SQLiteCacheError``.
     public func remove(key: String) throws {
@@ -167,7 +175,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes every entry, and gives the freed space back to the system.
+    /// Removes every entry, pinned ones too, and gives the freed space back to the system.
     ///
     /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
     public func removeAll() throws {
@@ -178,11 +186,11 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes every entry whose key starts with `prefix` (as Swift compares strings), in one
-    /// transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's successor`,
-    /// on the NFC forms' UTF-8), which keeps the rare keys whose next character joins the prefix's
-    /// last one (a combining accent), as Swift's `hasPrefix` does; an empty prefix removes every
-    /// entry.
+    /// Removes every entry whose key starts with `prefix` (as Swift compares strings), pinned ones
+    /// too, in one transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's
+    /// successor`, on the NFC forms' UTF-8), which keeps the rare keys whose next character joins
+    /// the prefix's last one (a combining accent), as Swift's `hasPrefix` does; an empty prefix
+    /// removes every entry.
     ///
     /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
     /// resolves to it rather than to the protocol's default.
@@ -201,7 +209,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes the entries saved (`CachedEntry.savedAt`) before `date`.
+    /// Removes the entries saved (`CachedEntry.savedAt`) before `date`, except pinned ones.
     ///
     /// - Parameter date: The oldest save date kept.
     /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
@@ -223,7 +231,9 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
 
     // MARK: - For tests
 
-    /// The bytes ``maxBytes`` counts, and the NFC keys from least to most recently used.
+    /// The bytes ``maxBytes`` counts, and the NFC keys in the order eviction would take them: the
+    /// unpinned ones from least to most recently used, then the pinned ones (never evicted), from
+    /// least to most recently used.
     package func usage() throws -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
         try perform { try $0.usage() }
     }
