@@ -18,7 +18,8 @@ internal import LoadableCaching
 ///     version INTEGER NOT NULL,
 ///     metadata BLOB,                  -- NULL when empty, else as in the file cache's LDC2 files
 ///     size INTEGER NOT NULL,          -- bytes of key, data and metadata: what maxBytes counts
-///     used INTEGER NOT NULL,          -- when last loaded or saved: larger is more recent
+///     used INTEGER NOT NULL,          -- when last loaded, saved or touched: larger is more
+///                                     -- recent
 ///     pinned INTEGER NOT NULL DEFAULT 0  -- 1 for CachedEntry.isPinned: never evicted, never
 ///                                        -- removed by removeEntries(savedBefore:)
 /// );
@@ -46,6 +47,8 @@ final class SQLiteCacheDatabase {
     private let selectTouching: SQLiteStatement
     private let sizeOfKey: SQLiteStatement
     private let upsert: SQLiteStatement
+    private let metadataSizeOfKey: SQLiteStatement
+    private let touchKey: SQLiteStatement
     private let readUsage: SQLiteStatement
     private let addUsage: SQLiteStatement
     private let deleteKey: SQLiteStatement
@@ -57,7 +60,7 @@ final class SQLiteCacheDatabase {
     private let deleteEverything: SQLiteStatement
     private let deleteSavedBefore: SQLiteStatement
 
-    /// The `used` of a row loaded or saved now: one more than the largest (the larger of
+    /// The `used` of a row loaded, saved or touched now: one more than the largest (the larger of
     /// the last unpinned row's and the last pinned row's, each one seek in the index).
     private static let nextUse = """
         (SELECT max(coalesce((SELECT max(used) FROM entries WHERE pinned = 0), 0),
@@ -120,6 +123,10 @@ final class SQLiteCacheDatabase {
                 version = excluded.version, metadata = excluded.metadata, size = excluded.size,
                 pinned = excluded.pinned, used = excluded.used
             """)
+        metadataSizeOfKey = try connection.prepare(
+            "SELECT coalesce(length(CAST(metadata AS BLOB)), 0), size, pinned FROM entries WHERE key = ?1")
+        touchKey = try connection.prepare(
+            "UPDATE entries SET saved_at = ?2, metadata = ?3, size = size + ?4, used = \(Self.nextUse) WHERE key = ?1")
         readUsage = try connection.prepare("SELECT bytes FROM usage WHERE id = 0")
         addUsage = try connection.prepare("UPDATE usage SET bytes = bytes + ?1 WHERE id = 0 RETURNING bytes")
         deleteKey = try connection.prepare("DELETE FROM entries WHERE key = ?1 RETURNING size")
@@ -273,6 +280,49 @@ final class SQLiteCacheDatabase {
             let total = try addToUsage(size - oldSize)
             if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
         }
+    }
+
+    /// Sets the save date and the metadata of the row of `key` (an NFC key), its size and the
+    /// usage by the metadata's change, and makes it the most recently used; its data, version and
+    /// pin stay. With `limit`, the rules of a save of the changed entry follow, in the same
+    /// transaction: unpinned and larger than `limit` on its own, the row is removed; else the
+    /// least recently used unpinned rows are removed while the total is over the limit, the
+    /// touched row last (it is the most recently used).
+    ///
+    /// - Returns: Whether `key` has a row (`false`: nothing was written).
+    func touch(key: String, savedAt: Date, metadata: [String: String], limit: Int?) throws(SQLiteFailure) -> Bool {
+        let encoded = Self.encodedMetadata(metadata)
+        var found = false
+        try transaction { () throws(SQLiteFailure) in
+            let oldMetadataSize: Int64
+            let oldSize: Int64
+            let isPinned: Bool
+            do {
+                defer { metadataSizeOfKey.reset() }
+                try metadataSizeOfKey.bind(1, text: key)
+                guard try metadataSizeOfKey.step() else { return }
+                oldMetadataSize = metadataSizeOfKey.int64(0)
+                oldSize = metadataSizeOfKey.int64(1)
+                isPinned = metadataSizeOfKey.int64(2) != 0
+            }
+            found = true
+            let delta = Int64(encoded?.count ?? 0) - oldMetadataSize
+            if let limit, oldSize + delta > Int64(limit), !isPinned {
+                try removeKey(key)
+                return
+            }
+            do {
+                defer { touchKey.reset() }
+                try touchKey.bind(1, text: key)
+                touchKey.bind(2, savedAt.timeIntervalSinceReferenceDate)
+                try touchKey.bind(3, blob: encoded)
+                touchKey.bind(4, delta)
+                try touchKey.run()
+            }
+            let total = try addToUsage(delta)
+            if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
+        }
+        return found
     }
 
     /// The bytes of `metadata` as a row keeps them: `nil` (`NULL`) when empty, else as in the

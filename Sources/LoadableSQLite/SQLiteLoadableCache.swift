@@ -41,10 +41,10 @@ public import LoadableCaching
 /// the underlying error, and change nothing.
 ///
 /// **Limit.** With `maxBytes`, the entries' sizes (the UTF-8 of the key, the data and the
-/// metadata's bytes) add up to at most `maxBytes`: a save that passes it removes the least
-/// recently used unpinned entries (by load or save) in the same transaction. An unpinned entry
-/// larger than `maxBytes` on its own is not kept: its save removes the key's old entry and does
-/// not throw. A pinned entry (`CachedEntry.isPinned`: an outbox's queue) is never
+/// metadata's bytes) add up to at most `maxBytes`: a save or touch that passes it removes the
+/// least recently used unpinned entries (by load, save or touch) in the same transaction. An
+/// unpinned entry larger than `maxBytes` on its own is not kept: its save removes the key's old
+/// entry and does not throw. A pinned entry (`CachedEntry.isPinned`: an outbox's queue) is never
 /// evicted and always kept; it counts toward the total, so when the pinned entries pass the limit
 /// on their own, every other entry goes and the total stays above the limit until they are
 /// unpinned or removed. The total is kept in the database, so every object and process on the
@@ -158,6 +158,47 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         do {
             let limit = maxBytes
             try perform { try $0.save(entry, key: canonical, limit: limit) }
+        } catch {
+            throw LoadableCacheError.saveFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Sets the save date and the metadata of the entry under `key` in place, in one transaction,
+    /// without reading or binding its data: its version and pin stay, its size and the total
+    /// change by the metadata's, and it becomes the most recently used (as a load with
+    /// ``maxBytes`` makes it). A save through another object meanwhile is never undone.
+    ///
+    /// SQLite writes only the pages of the row that change while the row keeps its length (a `304`
+    /// with the same validators); new validators of another length make it write the whole row
+    /// again, data included.
+    ///
+    /// With ``maxBytes``, the touch keeps the rules of a save of the changed entry: when the
+    /// metadata grows the total past the limit, the least recently used unpinned entries are
+    /// removed, the touched one last (it is the most recently used), so it goes only when it does
+    /// not fit beside the pinned entries; unpinned and larger than the limit on its own, it is
+    /// removed, as its save would not keep it. The call still returns `true` then, as the
+    /// protocol's default (a load and a save) would.
+    ///
+    /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
+    /// resolves to it rather than to the protocol's default.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - savedAt: The new save date; a finite one.
+    ///   - metadata: The new metadata.
+    /// - Returns: `false` when there is no entry under `key` (nothing was written).
+    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)`: when `savedAt` is not a finite
+    ///   date (nothing is written), or with a ``SQLiteCacheError`` (the entry is left as it was).
+    public nonisolated func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try CachedEntry.checkSavedAt(savedAt, key: key)
+        return try await touchHere(key: key, savedAt: savedAt, metadata: metadata)
+    }
+
+    private func touchHere(key: String, savedAt: Date, metadata: [String: String]) throws -> Bool {
+        let canonical = canonicalCacheKey(key)
+        do {
+            let limit = maxBytes
+            return try perform { try $0.touch(key: canonical, savedAt: savedAt, metadata: metadata, limit: limit) }
         } catch {
             throw LoadableCacheError.saveFailed(key: key, underlying: error)
         }
