@@ -150,10 +150,11 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// larger than ``maxBytes`` is not kept, and the key's old entry is removed; a pinned one is
     /// always kept.
     ///
-    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)` with a ``SQLiteCacheError``;
-    ///   the old entry, if any, is left whole (unless the database could not be used at all and
-    ///   was moved aside).
+    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)`: when `entry.savedAt` is not a
+    ///   finite date (nothing is written), or with a ``SQLiteCacheError``; the old entry, if any,
+    ///   is left whole (unless the database could not be used at all and was moved aside).
     public func save(_ entry: CachedEntry, key: String) throws {
+        try CachedEntry.checkSavedAt(entry.savedAt, key: key)
         let canonical = canonicalCacheKey(key)
         do {
             let limit = maxBytes
