@@ -58,8 +58,10 @@ public import LoadableCaching
 /// runs off the main actor, one call at a time. A second object (or process) on the same file
 /// works through SQLite's locking; a write waits up to 10 seconds for another one to end. When one
 /// object moves a damaged file aside, the others of the process open the fresh one at their next
-/// call. The order of calls is kept per object: two persistences on one key should share one
-/// object.
+/// call. The objects of one path in a process are one cache, as the file cache's objects of one
+/// folder are: the persistences, stores and outboxes on any of them share one order of reads and
+/// writes, and two stores (or outboxes) that would overwrite each other's entries through two
+/// objects stop the program with the same message as through one.
 ///
 /// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
 /// one transaction: their entries stay, unpinned.
@@ -74,10 +76,11 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     private var database: SQLiteCacheDatabase?
     /// A problem opening found and fixed (the file moved aside), for the first load to report.
     private var unreported: SQLiteCacheError?
-    /// How many times a file was moved aside at this path in this process.
-    private nonisolated let recoveries: Locked<Int>
-    /// ``recoveries`` when the open database was opened: a larger count means another object
-    /// moved the file aside since, and the fresh database is at the path.
+    /// What the objects of this path share in this process: the count of files moved aside, and
+    /// the identity of the cache queue and of the claims.
+    private nonisolated let file: SQLiteCacheFile
+    /// The count of files moved aside when the open database was opened: a larger count means
+    /// another object moved the file aside since, and the fresh database is at the path.
     private var openedAfter: Int
 
     /// Opens the database at `path`, creating it and its folder if needed.
@@ -108,8 +111,8 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
                 path: filePath, code: 0,
                 message: "its folder \(folder.path) could not be made: \(Self.reason(of: error))")
         }
-        recoveries = Self.recoveries(at: filePath)
-        openedAfter = recoveries.withLock { $0 }
+        file = SQLiteCacheFile.file(atPath: filePath)
+        openedAfter = file.recoveries.withLock { $0 }
         let (opened, problem) = try Self.open(filePath)
         if let maxBytes { try? opened.enforce(limit: maxBytes) }
         database = opened
@@ -265,8 +268,9 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
 
     // MARK: - CacheQueueSharing
 
-    /// The object's own identity: the order of calls is kept per object.
-    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(self) }
+    /// The identity of the path's shared state: the objects of one path share one queue and one
+    /// set of claims.
+    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(file) }
 
     /// `key` in NFC form, the key of its row.
     package nonisolated func queueKey(for key: String) -> String { canonicalCacheKey(key) }
@@ -329,7 +333,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// the file aside since it was opened. (An object of another process finds the fresh file
     /// when a call of its own meets the damage, or at its next launch.)
     private func opened() throws(SQLiteCacheError) -> SQLiteCacheDatabase {
-        let recovered = recoveries.withLock { $0 }
+        let recovered = file.recoveries.withLock { $0 }
         if let database, recovered == openedAfter { return database }
         database = nil
         openedAfter = recovered
@@ -387,18 +391,6 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// The count of files moved aside at `path` in this process, shared by its objects.
-    private static func recoveries(at path: String) -> Locked<Int> {
-        recoveryCounts.withLock { counts in
-            if let count = counts[path] { return count }
-            let count = Locked(0)
-            counts[path] = count
-            return count
-        }
-    }
-
-    private static let recoveryCounts = Locked<[String: Locked<Int>]>([:])
-
     /// Moves the file at `path` (with its write-ahead log and journal) to the first free name of
     /// `<path>.bad`, `<path>.bad-2`, …, and removes its shared-memory index; returns the new path.
     private static func moveAside(_ path: String, because failure: SQLiteFailure) throws(SQLiteCacheError) -> String {
@@ -420,7 +412,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
             _ = rename(path + suffix, destination + suffix)
         }
         _ = unlink(path + "-shm")
-        recoveries(at: path).withLock { $0 += 1 }
+        SQLiteCacheFile.file(atPath: path).recoveries.withLock { $0 += 1 }
         return destination
     }
 
