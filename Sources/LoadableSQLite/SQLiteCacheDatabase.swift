@@ -135,10 +135,12 @@ final class SQLiteCacheDatabase {
         deleteRow = try connection.prepare("DELETE FROM entries WHERE rowid = ?1")
         deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2 RETURNING size")
         deleteAfter = try connection.prepare("DELETE FROM entries WHERE key > ?1 AND key < ?2 RETURNING size")
+        // Every key of the range (?4 = 1), or only those whose next byte is not ASCII or is a line
+        // feed (see `removeEntries(keyPrefix:)`).
         joinedAfterPrefix = try connection.prepare(
             """
             SELECT CAST(key AS BLOB) FROM entries WHERE key >= ?1 AND key < ?2
-                AND (substr(CAST(key AS BLOB), ?3, 1) >= x'80' OR substr(CAST(key AS BLOB), ?3, 1) = x'0a')
+                AND (?4 OR substr(CAST(key AS BLOB), ?3, 1) >= x'80' OR substr(CAST(key AS BLOB), ?3, 1) = x'0a')
             ORDER BY key
             """)
         deleteEverything = try connection.prepare("DELETE FROM entries")
@@ -347,13 +349,17 @@ final class SQLiteCacheDatabase {
             // A key whose bytes start with the prefix but whose next character joins the prefix's
             // last one (a combining accent, a joined emoji, a line feed after a carriage return)
             // does not start with it as Swift compares strings: it stays. Only a key whose next
-            // byte is not ASCII, or is a line feed, can be one; the rest goes by ranges.
+            // byte is not ASCII, or is a line feed, can be one, unless an ASCII letter joins the
+            // prefix's end (it ends with a "Prepend" character, as U+0600 ARABIC NUMBER SIGN):
+            // then every key of the range is checked. The rest goes by ranges.
+            let asciiJoins = !(prefix + "a").hasPrefix(prefix)
             var kept: [[UInt8]] = []
             do {
                 defer { joinedAfterPrefix.reset() }
                 try joinedAfterPrefix.bind(1, text: prefix)
                 try joinedAfterPrefix.bind(2, textBytes: successor)
                 joinedAfterPrefix.bind(3, Int64(prefix.utf8.count + 1))
+                joinedAfterPrefix.bind(4, Int64(asciiJoins ? 1 : 0))
                 while try joinedAfterPrefix.step() {
                     let key = joinedAfterPrefix.bytes(0)
                     if !String(decoding: key, as: UTF8.self).hasPrefix(prefix) { kept.append(key) }

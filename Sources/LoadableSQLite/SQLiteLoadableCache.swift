@@ -234,8 +234,9 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// Removes every entry whose key starts with `prefix` (as Swift compares strings), pinned ones
     /// too, in one transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's
     /// successor`, on the NFC forms' UTF-8), which keeps the rare keys whose next character joins
-    /// the prefix's last one (a combining accent), as Swift's `hasPrefix` does; an empty prefix
-    /// removes every entry.
+    /// the prefix's last one (a combining accent, or any but a control character after a prefix
+    /// that ends with a "Prepend" character such as U+0600), as Swift's `hasPrefix` does; an
+    /// empty prefix removes every entry.
     ///
     /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
     /// resolves to it rather than to the protocol's default.
