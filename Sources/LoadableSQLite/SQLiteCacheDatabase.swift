@@ -7,7 +7,7 @@ internal import LoadableCaching
 /// errors and moves an unusable file aside.
 ///
 /// **Schema (an on-disk format, kept across releases).** `PRAGMA application_id` is `0x4C444353`
-/// ("LDCS") and `user_version` is 1.
+/// ("LDCS") and `user_version` is 2.
 ///
 /// ```sql
 /// CREATE TABLE entries (
@@ -18,17 +18,26 @@ internal import LoadableCaching
 ///     version INTEGER NOT NULL,
 ///     metadata BLOB,                  -- NULL when empty, else as in the file cache's LDC2 files
 ///     size INTEGER NOT NULL,          -- bytes of key, data and metadata: what maxBytes counts
-///     used INTEGER NOT NULL           -- when last loaded or saved: larger is more recent
+///     used INTEGER NOT NULL,          -- when last loaded, saved or touched: larger is more
+///                                     -- recent
+///     pinned INTEGER NOT NULL DEFAULT 0  -- 1 for CachedEntry.isPinned: never evicted, never
+///                                        -- removed by removeEntries(savedBefore:)
 /// );
-/// CREATE INDEX entries_by_use ON entries (used);
+/// CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
 /// CREATE TABLE usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
 /// ```
 ///
-/// `usage.bytes` is the sum of `size`, kept in the same transaction as every change, so that every
-/// connection to the file agrees on it without a scan.
+/// `usage.bytes` is the sum of `size` (pinned rows included), kept in the same transaction as
+/// every change, so that every connection to the file agrees on it without a scan. The index
+/// serves eviction (the unpinned rows by use: a range of it) and the next `used` (the larger of
+/// the last unpinned and the last pinned row: two seeks).
+///
+/// Format 1 (the first release) had no `pinned` column and its index was
+/// `entries_by_use ON entries (used)`; opening such a file migrates it in place, in one
+/// transaction (see ``migrate(_:)``).
 final class SQLiteCacheDatabase {
     static let applicationID: Int32 = 0x4C44_4353
-    static let formatVersion = 1
+    static let formatVersion = 2
 
     private let connection: SQLiteConnection
     private let begin: SQLiteStatement
@@ -38,6 +47,8 @@ final class SQLiteCacheDatabase {
     private let selectTouching: SQLiteStatement
     private let sizeOfKey: SQLiteStatement
     private let upsert: SQLiteStatement
+    private let metadataSizeOfKey: SQLiteStatement
+    private let touchKey: SQLiteStatement
     private let readUsage: SQLiteStatement
     private let addUsage: SQLiteStatement
     private let deleteKey: SQLiteStatement
@@ -49,7 +60,15 @@ final class SQLiteCacheDatabase {
     private let deleteEverything: SQLiteStatement
     private let deleteSavedBefore: SQLiteStatement
 
-    /// Opens the database at `path`, creating the file and the schema if needed.
+    /// The `used` of a row loaded, saved or touched now: one more than the largest (the larger of
+    /// the last unpinned row's and the last pinned row's, each one seek in the index).
+    private static let nextUse = """
+        (SELECT max(coalesce((SELECT max(used) FROM entries WHERE pinned = 0), 0),
+                    coalesce((SELECT max(used) FROM entries WHERE pinned = 1), 0)) + 1)
+        """
+
+    /// Opens the database at `path`, creating the file and the schema if needed, and migrating a
+    /// file of an earlier format.
     ///
     /// - Throws: What SQLite said; `SQLITE_READONLY` when the file could be opened for reading
     ///   only, `SQLITE_NOTADB` when it is another application's database or a later format.
@@ -71,13 +90,7 @@ final class SQLiteCacheDatabase {
                 code: SQLITE_NOTADB,
                 message: "the file is another application's database (application_id \(applicationID))")
         }
-        if version > Self.formatVersion {
-            throw SQLiteFailure(
-                code: SQLITE_NOTADB,
-                message:
-                    "the file is in format \(version) of a later release; this release reads format \(Self.formatVersion)"
-            )
-        }
+        if version > Self.formatVersion { throw Self.laterFormat(version) }
         if tables == "0" {
             // A new file: the space `removeAll()` frees can go back to the system
             // (`incremental_vacuum`).
@@ -89,70 +102,115 @@ final class SQLiteCacheDatabase {
         _ = try connection.text(of: "PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = NORMAL")
         try connection.execute("PRAGMA journal_size_limit = 4194304")
-        if tables == "0" { try Self.createSchema(in: connection) }
+        if tables == "0" || version < Self.formatVersion { try Self.setUpSchema(in: connection) }
         self.connection = connection
         begin = try connection.prepare("BEGIN IMMEDIATE")
         commit = try connection.prepare("COMMIT")
         rollback = try connection.prepare("ROLLBACK")
-        select = try connection.prepare("SELECT data, saved_at, version, metadata FROM entries WHERE key = ?1")
+        select = try connection.prepare(
+            "SELECT data, saved_at, version, metadata, pinned FROM entries WHERE key = ?1")
         selectTouching = try connection.prepare(
             """
-            UPDATE entries SET used = (SELECT max(used) FROM entries) + 1 WHERE key = ?1
-            RETURNING data, saved_at, version, metadata
+            UPDATE entries SET used = \(Self.nextUse) WHERE key = ?1
+            RETURNING data, saved_at, version, metadata, pinned
             """)
         sizeOfKey = try connection.prepare("SELECT size FROM entries WHERE key = ?1")
         upsert = try connection.prepare(
             """
-            INSERT INTO entries (key, data, saved_at, version, metadata, size, used)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT max(used) FROM entries), 0) + 1)
+            INSERT INTO entries (key, data, saved_at, version, metadata, size, pinned, used)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \(Self.nextUse))
             ON CONFLICT (key) DO UPDATE SET data = excluded.data, saved_at = excluded.saved_at,
                 version = excluded.version, metadata = excluded.metadata, size = excluded.size,
-                used = excluded.used
+                pinned = excluded.pinned, used = excluded.used
             """)
+        metadataSizeOfKey = try connection.prepare(
+            "SELECT coalesce(length(CAST(metadata AS BLOB)), 0), size, pinned FROM entries WHERE key = ?1")
+        touchKey = try connection.prepare(
+            "UPDATE entries SET saved_at = ?2, metadata = ?3, size = size + ?4, used = \(Self.nextUse) WHERE key = ?1")
         readUsage = try connection.prepare("SELECT bytes FROM usage WHERE id = 0")
         addUsage = try connection.prepare("UPDATE usage SET bytes = bytes + ?1 WHERE id = 0 RETURNING bytes")
         deleteKey = try connection.prepare("DELETE FROM entries WHERE key = ?1 RETURNING size")
-        leastRecent = try connection.prepare("SELECT rowid, size FROM entries ORDER BY used")
+        // The unpinned rows, least recently used first: a range of the index.
+        leastRecent = try connection.prepare("SELECT rowid, size FROM entries WHERE pinned = 0 ORDER BY used")
         deleteRow = try connection.prepare("DELETE FROM entries WHERE rowid = ?1")
         deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2 RETURNING size")
         deleteAfter = try connection.prepare("DELETE FROM entries WHERE key > ?1 AND key < ?2 RETURNING size")
+        // Every key of the range (?4 = 1), or only those whose next byte is not ASCII or is a line
+        // feed (see `removeEntries(keyPrefix:)`).
         joinedAfterPrefix = try connection.prepare(
             """
             SELECT CAST(key AS BLOB) FROM entries WHERE key >= ?1 AND key < ?2
-                AND (substr(CAST(key AS BLOB), ?3, 1) >= x'80' OR substr(CAST(key AS BLOB), ?3, 1) = x'0a')
+                AND (?4 OR substr(CAST(key AS BLOB), ?3, 1) >= x'80' OR substr(CAST(key AS BLOB), ?3, 1) = x'0a')
             ORDER BY key
             """)
         deleteEverything = try connection.prepare("DELETE FROM entries")
-        deleteSavedBefore = try connection.prepare("DELETE FROM entries WHERE saved_at < ?1 RETURNING size")
+        // `+pinned`: a scan of the table, in its order, rather than of every unpinned row through
+        // the index, out of the table's order.
+        deleteSavedBefore = try connection.prepare(
+            "DELETE FROM entries WHERE saved_at < ?1 AND +pinned = 0 RETURNING size")
     }
 
-    /// Creates the tables, in one transaction (another object creating them at the same time
-    /// waits, and then finds them).
-    private static func createSchema(in connection: SQLiteConnection) throws(SQLiteFailure) {
+    private static func laterFormat(_ version: Int) -> SQLiteFailure {
+        SQLiteFailure(
+            code: SQLITE_NOTADB,
+            message: "the file is in format \(version) of a later release; this release reads format \(formatVersion)")
+    }
+
+    /// Creates the tables of a new file, or migrates a file of format 1, in one transaction that
+    /// reads the format again first: another object or process doing the same at the same time
+    /// waits for the lock, and then finds the work done.
+    private static func setUpSchema(in connection: SQLiteConnection) throws(SQLiteFailure) {
         try connection.execute("BEGIN IMMEDIATE")
         do throws(SQLiteFailure) {
-            try connection.execute(
-                """
-                CREATE TABLE IF NOT EXISTS entries (
-                    key TEXT NOT NULL PRIMARY KEY,
-                    data BLOB NOT NULL,
-                    saved_at NOT NULL,
-                    version INTEGER NOT NULL,
-                    metadata BLOB,
-                    size INTEGER NOT NULL,
-                    used INTEGER NOT NULL
-                );
-                CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used);
-                CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
-                INSERT OR IGNORE INTO usage (id, bytes) VALUES (0, 0);
-                PRAGMA application_id = \(Self.applicationID);
-                PRAGMA user_version = \(Self.formatVersion);
-                COMMIT;
-                """)
+            let version = Int(try connection.text(of: "PRAGMA user_version") ?? "0") ?? 0
+            let tables = try connection.text(of: "SELECT count(*) FROM sqlite_schema") ?? "0"
+            if tables == "0" {
+                try createSchema(in: connection)
+            } else if version == 1 {
+                try migrate(connection)
+            } else if version > formatVersion {
+                throw laterFormat(version)
+            }
+            try connection.execute("COMMIT")
         } catch {
             try? connection.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Creates the tables, in the transaction of ``setUpSchema(in:)``.
+    private static func createSchema(in connection: SQLiteConnection) throws(SQLiteFailure) {
+        try connection.execute(
+            """
+            CREATE TABLE entries (
+                key TEXT NOT NULL PRIMARY KEY,
+                data BLOB NOT NULL,
+                saved_at NOT NULL,
+                version INTEGER NOT NULL,
+                metadata BLOB,
+                size INTEGER NOT NULL,
+                used INTEGER NOT NULL,
+                pinned INTEGER NOT NULL DEFAULT 0
+            );
+            CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
+            CREATE TABLE usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+            INSERT INTO usage (id, bytes) VALUES (0, 0);
+            PRAGMA application_id = \(Self.applicationID);
+            PRAGMA user_version = \(Self.formatVersion);
+            """)
+    }
+
+    /// Migrates a file of format 1 to format 2, in the transaction of ``setUpSchema(in:)``: every
+    /// entry unpinned, the index by use replaced by the one by pin and use. Nothing else changes:
+    /// the entries, their sizes and the usage stay as they are.
+    private static func migrate(_ connection: SQLiteConnection) throws(SQLiteFailure) {
+        try connection.execute(
+            """
+            ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+            DROP INDEX IF EXISTS entries_by_use;
+            CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
+            PRAGMA user_version = 2;
+            """)
     }
 
     /// Whether the file was renamed or deleted since it was opened.
@@ -192,20 +250,22 @@ final class SQLiteCacheDatabase {
             metadata = decoded
         default: return .corrupt(reason: "its row's metadata is not a blob")
         }
+        guard row.type(4) == SQLITE_INTEGER else { return .corrupt(reason: "its row's pinned is not a number") }
         return .entry(
             CachedEntry(
                 data: row.data(0), savedAt: Date(timeIntervalSinceReferenceDate: row.double(1)),
-                version: Int(row.int64(2)), metadata: metadata))
+                version: Int(row.int64(2)), metadata: metadata, isPinned: row.int64(4) != 0))
     }
 
-    /// Saves `entry` under `key` (an NFC key); with `limit`, then removes the least recently used
-    /// entries until the total is at or under it, in the same transaction. An entry larger than
-    /// `limit` is not kept, and the key's old entry is removed.
+    /// Saves `entry` under `key` (an NFC key), with its pin; with `limit`, then removes the least
+    /// recently used unpinned entries until the total is at or under it (or none is left), in the
+    /// same transaction. An unpinned entry larger than `limit` is not kept, and the key's old
+    /// entry is removed.
     func save(_ entry: CachedEntry, key: String, limit: Int?) throws(SQLiteFailure) {
-        let metadata = entry.metadata.isEmpty ? nil : EntryFile.encodedMetadata(entry.metadata)
+        let metadata = Self.encodedMetadata(entry.metadata)
         let size = Int64(key.utf8.count) + Int64(entry.data.count) + Int64(metadata?.count ?? 0)
         try transaction { () throws(SQLiteFailure) in
-            if let limit, size > Int64(limit) {
+            if let limit, size > Int64(limit), !entry.isPinned {
                 try removeKey(key)
                 return
             }
@@ -216,11 +276,61 @@ final class SQLiteCacheDatabase {
             upsert.bind(4, Int64(entry.version))
             try upsert.bind(5, blob: metadata)
             upsert.bind(6, size)
+            upsert.bind(7, Int64(entry.isPinned ? 1 : 0))
             defer { upsert.reset() }
             try upsert.run()
             let total = try addToUsage(size - oldSize)
             if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
         }
+    }
+
+    /// Sets the save date and the metadata of the row of `key` (an NFC key), its size and the
+    /// usage by the metadata's change, and makes it the most recently used; its data, version and
+    /// pin stay. With `limit`, the rules of a save of the changed entry follow, in the same
+    /// transaction: unpinned and larger than `limit` on its own, the row is removed; else the
+    /// least recently used unpinned rows are removed while the total is over the limit, the
+    /// touched row last (it is the most recently used).
+    ///
+    /// - Returns: Whether `key` has a row (`false`: nothing was written).
+    func touch(key: String, savedAt: Date, metadata: [String: String], limit: Int?) throws(SQLiteFailure) -> Bool {
+        let encoded = Self.encodedMetadata(metadata)
+        var found = false
+        try transaction { () throws(SQLiteFailure) in
+            let oldMetadataSize: Int64
+            let oldSize: Int64
+            let isPinned: Bool
+            do {
+                defer { metadataSizeOfKey.reset() }
+                try metadataSizeOfKey.bind(1, text: key)
+                guard try metadataSizeOfKey.step() else { return }
+                oldMetadataSize = metadataSizeOfKey.int64(0)
+                oldSize = metadataSizeOfKey.int64(1)
+                isPinned = metadataSizeOfKey.int64(2) != 0
+            }
+            found = true
+            let delta = Int64(encoded?.count ?? 0) - oldMetadataSize
+            if let limit, oldSize + delta > Int64(limit), !isPinned {
+                try removeKey(key)
+                return
+            }
+            do {
+                defer { touchKey.reset() }
+                try touchKey.bind(1, text: key)
+                touchKey.bind(2, savedAt.timeIntervalSinceReferenceDate)
+                try touchKey.bind(3, blob: encoded)
+                touchKey.bind(4, delta)
+                try touchKey.run()
+            }
+            let total = try addToUsage(delta)
+            if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
+        }
+        return found
+    }
+
+    /// The bytes of `metadata` as a row keeps them: `nil` (`NULL`) when empty, else as in the
+    /// file cache's LDC2 files.
+    private static func encodedMetadata(_ metadata: [String: String]) -> [UInt8]? {
+        metadata.isEmpty ? nil : EntryFile.encodedMetadata(metadata)
     }
 
     /// Removes the entry of `key` (an NFC key).
@@ -239,13 +349,17 @@ final class SQLiteCacheDatabase {
             // A key whose bytes start with the prefix but whose next character joins the prefix's
             // last one (a combining accent, a joined emoji, a line feed after a carriage return)
             // does not start with it as Swift compares strings: it stays. Only a key whose next
-            // byte is not ASCII, or is a line feed, can be one; the rest goes by ranges.
+            // byte is not ASCII, or is a line feed, can be one, unless an ASCII letter joins the
+            // prefix's end (it ends with a "Prepend" character, as U+0600 ARABIC NUMBER SIGN):
+            // then every key of the range is checked. The rest goes by ranges.
+            let asciiJoins = !(prefix + "a").hasPrefix(prefix)
             var kept: [[UInt8]] = []
             do {
                 defer { joinedAfterPrefix.reset() }
                 try joinedAfterPrefix.bind(1, text: prefix)
                 try joinedAfterPrefix.bind(2, textBytes: successor)
                 joinedAfterPrefix.bind(3, Int64(prefix.utf8.count + 1))
+                joinedAfterPrefix.bind(4, Int64(asciiJoins ? 1 : 0))
                 while try joinedAfterPrefix.step() {
                     let key = joinedAfterPrefix.bytes(0)
                     if !String(decoding: key, as: UTF8.self).hasPrefix(prefix) { kept.append(key) }
@@ -290,7 +404,7 @@ final class SQLiteCacheDatabase {
         try releaseFreeSpace()
     }
 
-    /// Removes the entries saved before `date`.
+    /// Removes the unpinned entries saved before `date`.
     func removeEntries(savedBefore date: Date) throws(SQLiteFailure) {
         try transaction { () throws(SQLiteFailure) in
             defer { deleteSavedBefore.reset() }
@@ -299,8 +413,9 @@ final class SQLiteCacheDatabase {
         }
     }
 
-    /// Removes the least recently used entries until the total is at or under `limit`: for a
-    /// limit lowered since the entries were saved, when a cache object opens the file.
+    /// Removes the least recently used unpinned entries until the total is at or under `limit`
+    /// (or none is left): for a limit lowered since the entries were saved, when a cache object
+    /// opens the file.
     func enforce(limit: Int) throws(SQLiteFailure) {
         guard try usageBytes() > Int64(limit) else { return }
         try transaction { () throws(SQLiteFailure) in
@@ -309,9 +424,11 @@ final class SQLiteCacheDatabase {
         }
     }
 
-    /// The bytes `maxBytes` counts, and the keys from least to most recently used: for tests.
+    /// The bytes `maxBytes` counts, and the keys in the order eviction would take them: the
+    /// unpinned ones from least to most recently used, then the pinned ones (which it never
+    /// takes), from least to most recently used: for tests.
     func usage() throws(SQLiteFailure) -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
-        let keys = try connection.texts(of: "SELECT key FROM entries ORDER BY used")
+        let keys = try connection.texts(of: "SELECT key FROM entries ORDER BY pinned, used")
         return (Int(try usageBytes()), keys)
     }
 
@@ -375,7 +492,8 @@ final class SQLiteCacheDatabase {
         return try readUsage.step() ? readUsage.int64(0) : 0
     }
 
-    /// Removes the least recently used entries until at least `excess` bytes are freed.
+    /// Removes the least recently used unpinned entries until at least `excess` bytes are freed,
+    /// or none is left.
     private func evict(excess: Int64) throws(SQLiteFailure) {
         var rows: [Int64] = []
         var freed: Int64 = 0

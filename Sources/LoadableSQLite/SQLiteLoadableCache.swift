@@ -41,21 +41,30 @@ public import LoadableCaching
 /// the underlying error, and change nothing.
 ///
 /// **Limit.** With `maxBytes`, the entries' sizes (the UTF-8 of the key, the data and the
-/// metadata's bytes) add up to at most `maxBytes`: a save that passes it removes the least
-/// recently used entries (by load or save) in the same transaction. An entry larger than
-/// `maxBytes` on its own is not kept: its save removes the key's old entry and does not throw.
-/// The total is kept in the database, so every object and process on the file agrees on it; an
-/// object opened with a limit lower than the total (lowered since the last launch) evicts down to
-/// it at once. With a limit, each load also marks its entry used (a small write). The file itself
-/// is larger than the entries by SQLite's pages and indexes. The space ``removeAll()`` frees goes
-/// back to the system; what evictions and other removals free stays in the file for later saves.
+/// metadata's bytes) add up to at most `maxBytes`: a save or touch that passes it removes the
+/// least recently used unpinned entries (by load, save or touch) in the same transaction. An
+/// unpinned entry larger than `maxBytes` on its own is not kept: its save removes the key's old
+/// entry and does not throw. A pinned entry (`CachedEntry.isPinned`: an outbox's queue) is never
+/// evicted and always kept; it counts toward the total, so when the pinned entries pass the limit
+/// on their own, every other entry goes and the total stays above the limit until they are
+/// unpinned or removed. The total is kept in the database, so every object and process on the
+/// file agrees on it; an object opened with a limit lower than the total (lowered since the last
+/// launch) evicts down to it at once. With a limit, each load also marks its entry used (a small
+/// write). The file itself is larger than the entries by SQLite's pages and indexes. The space
+/// ``removeAll()`` frees goes back to the system; what evictions and other removals free stays in
+/// the file for later saves.
 ///
 /// **Threads and objects.** An actor with one connection, its statements prepared once: its work
 /// runs off the main actor, one call at a time. A second object (or process) on the same file
 /// works through SQLite's locking; a write waits up to 10 seconds for another one to end. When one
 /// object moves a damaged file aside, the others of the process open the fresh one at their next
-/// call. The order of calls is kept per object: two persistences on one key should share one
-/// object.
+/// call. The objects of one path in a process are one cache, as the file cache's objects of one
+/// folder are: the persistences, stores and outboxes on any of them share one order of reads and
+/// writes, and two stores (or outboxes) that would overwrite each other's entries through two
+/// objects stop the program with the same message as through one.
+///
+/// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
+/// one transaction: their entries stay, unpinned.
 public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// The database file's URL, as given.
     public nonisolated let path: URL
@@ -67,10 +76,11 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     private var database: SQLiteCacheDatabase?
     /// A problem opening found and fixed (the file moved aside), for the first load to report.
     private var unreported: SQLiteCacheError?
-    /// How many times a file was moved aside at this path in this process.
-    private nonisolated let recoveries: Locked<Int>
-    /// ``recoveries`` when the open database was opened: a larger count means another object
-    /// moved the file aside since, and the fresh database is at the path.
+    /// What the objects of this path share in this process: the count of files moved aside, and
+    /// the identity of the cache queue and of the claims.
+    private nonisolated let file: SQLiteCacheFile
+    /// The count of files moved aside when the open database was opened: a larger count means
+    /// another object moved the file aside since, and the fresh database is at the path.
     private var openedAfter: Int
 
     /// Opens the database at `path`, creating it and its folder if needed.
@@ -101,8 +111,8 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
                 path: filePath, code: 0,
                 message: "its folder \(folder.path) could not be made: \(Self.reason(of: error))")
         }
-        recoveries = Self.recoveries(at: filePath)
-        openedAfter = recoveries.withLock { $0 }
+        file = SQLiteCacheFile.file(atPath: filePath)
+        openedAfter = file.recoveries.withLock { $0 }
         let (opened, problem) = try Self.open(filePath)
         if let maxBytes { try? opened.enforce(limit: maxBytes) }
         database = opened
@@ -138,14 +148,16 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Saves `entry` under `key`, in one transaction; with ``maxBytes``, removes the least
-    /// recently used entries past it in the same transaction. An entry larger than ``maxBytes``
-    /// is not kept, and the key's old entry is removed.
+    /// Saves `entry` under `key` with its pin, in one transaction; with ``maxBytes``, removes the
+    /// least recently used unpinned entries past it in the same transaction. An unpinned entry
+    /// larger than ``maxBytes`` is not kept, and the key's old entry is removed; a pinned one is
+    /// always kept.
     ///
-    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)` with a ``SQLiteCacheError``;
-    ///   the old entry, if any, is left whole (unless the database could not be used at all and
-    ///   was moved aside).
+    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)`: when `entry.savedAt` is not a
+    ///   finite date (nothing is written), or with a ``SQLiteCacheError``; the old entry, if any,
+    ///   is left whole (unless the database could not be used at all and was moved aside).
     public func save(_ entry: CachedEntry, key: String) throws {
+        try CachedEntry.checkSavedAt(entry.savedAt, key: key)
         let canonical = canonicalCacheKey(key)
         do {
             let limit = maxBytes
@@ -155,7 +167,48 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes the entry under `key`; a key without one is not an error.
+    /// Sets the save date and the metadata of the entry under `key` in place, in one transaction,
+    /// without reading or binding its data: its version and pin stay, its size and the total
+    /// change by the metadata's, and it becomes the most recently used (as a load with
+    /// ``maxBytes`` makes it). A save through another object meanwhile is never undone.
+    ///
+    /// SQLite writes only the pages of the row that change while the row keeps its length (a `304`
+    /// with the same validators); new validators of another length make it write the whole row
+    /// again, data included.
+    ///
+    /// With ``maxBytes``, the touch keeps the rules of a save of the changed entry: when the
+    /// metadata grows the total past the limit, the least recently used unpinned entries are
+    /// removed, the touched one last (it is the most recently used), so it goes only when it does
+    /// not fit beside the pinned entries; unpinned and larger than the limit on its own, it is
+    /// removed, as its save would not keep it. The call still returns `true` then, as the
+    /// protocol's default (a load and a save) would.
+    ///
+    /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
+    /// resolves to it rather than to the protocol's default.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - savedAt: The new save date; a finite one.
+    ///   - metadata: The new metadata.
+    /// - Returns: `false` when there is no entry under `key` (nothing was written).
+    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)`: when `savedAt` is not a finite
+    ///   date (nothing is written), or with a ``SQLiteCacheError`` (the entry is left as it was).
+    public nonisolated func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try CachedEntry.checkSavedAt(savedAt, key: key)
+        return try await touchHere(key: key, savedAt: savedAt, metadata: metadata)
+    }
+
+    private func touchHere(key: String, savedAt: Date, metadata: [String: String]) throws -> Bool {
+        let canonical = canonicalCacheKey(key)
+        do {
+            let limit = maxBytes
+            return try perform { try $0.touch(key: canonical, savedAt: savedAt, metadata: metadata, limit: limit) }
+        } catch {
+            throw LoadableCacheError.saveFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Removes the entry under `key`, pinned or not; a key without one is not an error.
     ///
     /// - Throws: `LoadableCacheError.removeFailed(key:underlying:)` with a ``SQLiteCacheError``.
     public func remove(key: String) throws {
@@ -167,7 +220,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes every entry, and gives the freed space back to the system.
+    /// Removes every entry, pinned ones too, and gives the freed space back to the system.
     ///
     /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
     public func removeAll() throws {
@@ -178,11 +231,12 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes every entry whose key starts with `prefix` (as Swift compares strings), in one
-    /// transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's successor`,
-    /// on the NFC forms' UTF-8), which keeps the rare keys whose next character joins the prefix's
-    /// last one (a combining accent), as Swift's `hasPrefix` does; an empty prefix removes every
-    /// entry.
+    /// Removes every entry whose key starts with `prefix` (as Swift compares strings), pinned ones
+    /// too, in one transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's
+    /// successor`, on the NFC forms' UTF-8), which keeps the rare keys whose next character joins
+    /// the prefix's last one (a combining accent, or any but a control character after a prefix
+    /// that ends with a "Prepend" character such as U+0600), as Swift's `hasPrefix` does; an
+    /// empty prefix removes every entry.
     ///
     /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
     /// resolves to it rather than to the protocol's default.
@@ -201,7 +255,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// Removes the entries saved (`CachedEntry.savedAt`) before `date`.
+    /// Removes the entries saved (`CachedEntry.savedAt`) before `date`, except pinned ones.
     ///
     /// - Parameter date: The oldest save date kept.
     /// - Throws: `LoadableCacheError.removeAllFailed(underlying:)` with a ``SQLiteCacheError``.
@@ -215,15 +269,18 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
 
     // MARK: - CacheQueueSharing
 
-    /// The object's own identity: the order of calls is kept per object.
-    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(self) }
+    /// The identity of the path's shared state: the objects of one path share one queue and one
+    /// set of claims.
+    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(file) }
 
     /// `key` in NFC form, the key of its row.
     package nonisolated func queueKey(for key: String) -> String { canonicalCacheKey(key) }
 
     // MARK: - For tests
 
-    /// The bytes ``maxBytes`` counts, and the NFC keys from least to most recently used.
+    /// The bytes ``maxBytes`` counts, and the NFC keys in the order eviction would take them: the
+    /// unpinned ones from least to most recently used, then the pinned ones (never evicted), from
+    /// least to most recently used.
     package func usage() throws -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
         try perform { try $0.usage() }
     }
@@ -277,7 +334,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// the file aside since it was opened. (An object of another process finds the fresh file
     /// when a call of its own meets the damage, or at its next launch.)
     private func opened() throws(SQLiteCacheError) -> SQLiteCacheDatabase {
-        let recovered = recoveries.withLock { $0 }
+        let recovered = file.recoveries.withLock { $0 }
         if let database, recovered == openedAfter { return database }
         database = nil
         openedAfter = recovered
@@ -335,18 +392,6 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         }
     }
 
-    /// The count of files moved aside at `path` in this process, shared by its objects.
-    private static func recoveries(at path: String) -> Locked<Int> {
-        recoveryCounts.withLock { counts in
-            if let count = counts[path] { return count }
-            let count = Locked(0)
-            counts[path] = count
-            return count
-        }
-    }
-
-    private static let recoveryCounts = Locked<[String: Locked<Int>]>([:])
-
     /// Moves the file at `path` (with its write-ahead log and journal) to the first free name of
     /// `<path>.bad`, `<path>.bad-2`, …, and removes its shared-memory index; returns the new path.
     private static func moveAside(_ path: String, because failure: SQLiteFailure) throws(SQLiteCacheError) -> String {
@@ -368,7 +413,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
             _ = rename(path + suffix, destination + suffix)
         }
         _ = unlink(path + "-shm")
-        recoveries(at: path).withLock { $0 += 1 }
+        SQLiteCacheFile.file(atPath: path).recoveries.withLock { $0 += 1 }
         return destination
     }
 

@@ -7,13 +7,17 @@ import Testing
 
 /// Model-based randomized tests of `FileLoadableCache`, `InMemoryLoadableCache` and
 /// `SQLiteLoadableCache`: 200 seeded sequences of 40 steps (saves of entries of many sizes,
-/// versions, dates and metadata, loads, removes, `removeAll()`, the `removeAll()` of a
-/// `scoped(_:)` view, a new cache object on the same storage as the next launch would make, and
-/// the storage deleted from outside) run against a reference `[String: CachedEntry]`.
+/// versions, dates and metadata, some pinned, touches (`touch(key:savedAt:metadata:)`), loads,
+/// removes, `removeAll()`, the `removeAll()` of a `scoped(_:)` view, a new cache object on the
+/// same storage as the next launch would make, and the storage deleted from outside) run against
+/// a reference `[String: CachedEntry]`. A touch is, in the model, a save of the entry with the new
+/// date and metadata (what the protocol's default does).
 ///
 /// With `maxBytes` (600, 2,000 or 8,000 bytes, by the seed), the reference also keeps the
-/// entries' sizes and their recency order (by load and save): a save past the limit evicts the
-/// least recently used, an entry larger than the limit is not kept. An entry's size is the
+/// entries' sizes and their recency order (by load, save and touch): a save past the limit evicts
+/// the least recently used unpinned entries, an unpinned entry larger than the limit is not kept,
+/// a pinned one always is. The usage lists the unpinned entries least recently used first, then
+/// the pinned ones by use. An entry's size is the
 /// kind's: for files the entry file's size, for SQLite the UTF-8 of the key's NFC form, the data
 /// and the metadata's encoding (none when it is empty). Two cache objects on the folder or the
 /// database file take turns (they share its usage and order); a reopen is a new process (for
@@ -114,7 +118,9 @@ struct CacheModelTests {
 
     /// One step of a sequence. Keys are indices into ``keys``.
     enum Step: Equatable, CustomStringConvertible {
-        case save(key: Int, size: Int, first: UInt8, version: Int, savedAt: Double, metadata: Int)
+        case save(key: Int, size: Int, first: UInt8, version: Int, savedAt: Double, metadata: Int, pinned: Bool)
+        /// `touch(key:savedAt:metadata:)`.
+        case touch(key: Int, savedAt: Double, metadata: Int)
         case remove(key: Int)
         case load(key: Int)
         /// The `removeAll()` of `cache.scoped(scopes[scope])`.
@@ -127,16 +133,22 @@ struct CacheModelTests {
         case clearFromOutside
 
         var entry: CachedEntry? {
-            guard case .save(_, let size, let first, let version, let savedAt, let metadata) = self else { return nil }
-            return contractEntry(
+            guard case .save(_, let size, let first, let version, let savedAt, let metadata, let pinned) = self else {
+                return nil
+            }
+            var entry = contractEntry(
                 size, first: first, savedAt: savedAt, version: version, metadata: CacheModelTests.metadata[metadata])
+            entry.isPinned = pinned
+            return entry
         }
 
         var description: String {
             switch self {
-            case .save(let key, let size, let first, let version, let savedAt, let metadata):
+            case .save(let key, let size, let first, let version, let savedAt, let metadata, let pinned):
                 "save(\(CacheModelTests.label(key)), \(size) bytes from \(first), v\(version), at \(savedAt), "
-                    + "metadata #\(metadata))"
+                    + "metadata #\(metadata)\(pinned ? ", pinned" : ""))"
+            case .touch(let key, let savedAt, let metadata):
+                "touch(\(CacheModelTests.label(key)), at \(savedAt), metadata #\(metadata))"
             case .remove(let key): "remove(\(CacheModelTests.label(key)))"
             case .load(let key): "load(\(CacheModelTests.label(key)))"
             case .removeScope(let scope): "scoped(\"\(CacheModelTests.scopes[scope])\").removeAll()"
@@ -161,6 +173,8 @@ struct CacheModelTests {
         var reorderingLoads = 0
         var scopeRemovalsWithEntries = 0
         var entriesWithMetadata = 0
+        var touchesOfEntries = 0
+        var stepsWithPinnedEntries = 0
 
         mutating func add(_ other: Coverage) {
             overwrites += other.overwrites
@@ -175,6 +189,8 @@ struct CacheModelTests {
             reorderingLoads += other.reorderingLoads
             scopeRemovalsWithEntries += other.scopeRemovalsWithEntries
             entriesWithMetadata += other.entriesWithMetadata
+            touchesOfEntries += other.touchesOfEntries
+            stepsWithPinnedEntries += other.stepsWithPinnedEntries
         }
 
         /// What the sequences with a limit must reach.
@@ -187,6 +203,8 @@ struct CacheModelTests {
                 ("reopens with entries", reopensWithEntries),
                 ("saves over an entry", overwrites),
                 ("steps with an entry with metadata", entriesWithMetadata),
+                ("touches of an entry", touchesOfEntries),
+                ("steps with a pinned entry", stepsWithPinnedEntries),
             ]
         }
 
@@ -200,6 +218,8 @@ struct CacheModelTests {
                 ("steps with 2+ cut keys sharing a name's start", longKeysSharingAPrefixTogether),
                 ("steps with an entry under the empty key", emptyKeyHits),
                 ("steps with an entry with metadata", entriesWithMetadata),
+                ("touches of an entry", touchesOfEntries),
+                ("steps with a pinned entry", stepsWithPinnedEntries),
             ]
         }
     }
@@ -215,11 +235,11 @@ struct CacheModelTests {
         let metadata = entry.metadata.isEmpty ? "" : ", \(entry.metadata.count) metadata pairs"
         return
             "\(entry.data.count) bytes\(first), v\(entry.version), at \(entry.savedAt.timeIntervalSinceReferenceDate)"
-            + metadata
+            + metadata + (entry.isPinned ? ", pinned" : "")
     }
 
     /// The reference model: the entries by key, and, for a limit, the entries in recency order
-    /// (least recent first), by the names the cache reports them by (``id(_:)``).
+    /// (least recent first, pinned or not), by the names the cache reports them by (``id(_:)``).
     struct Model {
         var entries: [String: CachedEntry] = [:]
         var order: [String] = []
@@ -242,21 +262,45 @@ struct CacheModelTests {
             entries.reduce(0) { $0 + size($1.value, key: $1.key) }
         }
 
+        /// Whether the entry the cache names `name` is pinned.
+        func isPinned(_ name: String) -> Bool {
+            entries.contains { id($0.key) == name && $0.value.isPinned }
+        }
+
+        /// The names in the order the usage lists them: the order eviction takes them in (the
+        /// unpinned ones, least recent first), then the pinned ones, least recent first.
+        var evictionOrder: [String] {
+            order.filter { !isPinned($0) } + order.filter { isPinned($0) }
+        }
+
         mutating func save(_ entry: CachedEntry, key: String, coverage: inout Coverage) {
             let name = id(key)
             order.removeAll { $0 == name }
             guard let maxBytes else { return entries[key] = entry }
-            if size(entry, key: key) > maxBytes {
+            if size(entry, key: key) > maxBytes && !entry.isPinned {
                 coverage.oversizedSaves += 1
                 return entries[key] = nil
             }
             entries[key] = entry
             order.append(name)
             if totalBytes > maxBytes { coverage.evictingSaves += 1 }
-            while totalBytes > maxBytes {
-                let oldest = order.removeFirst()
+            while totalBytes > maxBytes, let oldest = order.first(where: { !isPinned($0) }) {
+                order.removeAll { $0 == oldest }
                 entries = entries.filter { id($0.key) != oldest }
             }
+        }
+
+        /// A touch: a save of the entry with the new date and metadata, its data, version and pin
+        /// kept; `false` when there is no entry.
+        mutating func touch(
+            _ key: String, savedAt: Double, metadata: [String: String], coverage: inout Coverage
+        ) -> Bool {
+            guard var entry = entries[key] else { return false }
+            coverage.touchesOfEntries += 1
+            entry.savedAt = Date(timeIntervalSinceReferenceDate: savedAt)
+            entry.metadata = metadata
+            save(entry, key: key, coverage: &coverage)
+            return true
         }
 
         mutating func load(_ key: String, coverage: inout Coverage) -> CachedEntry? {
@@ -366,12 +410,21 @@ struct CacheModelTests {
             let cache = caches.cache(index)
             do {
                 switch step {
-                case .save(let key, _, _, _, _, _):
+                case .save(let key, _, _, _, _, _, _):
                     if model.entries[keys[key]] != nil { coverage.overwrites += 1 }
                     if cleared { coverage.savesAfterClear += 1 }
                     let entry = step.entry!
                     try await cache.save(entry, key: keys[key])
                     model.save(entry, key: keys[key], coverage: &coverage)
+                case .touch(let key, let savedAt, let metadata):
+                    let touched = try await cache.touch(
+                        key: keys[key], savedAt: Date(timeIntervalSinceReferenceDate: savedAt),
+                        metadata: Self.metadata[metadata])
+                    let expected = model.touch(
+                        keys[key], savedAt: savedAt, metadata: Self.metadata[metadata], coverage: &coverage)
+                    if touched != expected {
+                        return "step \(index), \(step), returned \(touched), the model has \(expected)"
+                    }
                 case .load(let key):
                     let loaded = try await cache.load(key: keys[key])
                     let expected = model.load(keys[key], coverage: &coverage)
@@ -410,6 +463,7 @@ struct CacheModelTests {
             }
             if model.entries[""] != nil { coverage.emptyKeyHits += 1 }
             if model.entries.values.contains(where: { !$0.metadata.isEmpty }) { coverage.entriesWithMetadata += 1 }
+            if model.entries.values.contains(where: \.isPinned) { coverage.stepsWithPinnedEntries += 1 }
             if let problem = await difference(caches: caches, model: model) {
                 return "after step \(index), \(step): \(problem)"
             }
@@ -432,7 +486,8 @@ struct CacheModelTests {
             if let problem = usageDifference(usage.totalBytes, usage.namesLeastRecentFirst, model: model) {
                 return problem
             }
-            for (key, entry) in model.entries {
+            // The bytes of the unpinned entries' files (the pinned ones are the folder's own).
+            for (key, entry) in model.entries where !entry.isPinned {
                 let file = folder.appendingPathComponent(FileLoadableCache.fileName(forKey: key))
                 let canonical = key.precomposedStringWithCanonicalMapping
                 let expected =
@@ -473,11 +528,18 @@ struct CacheModelTests {
         }
         switch caches.kind {
         case .file, .fileWithLimit:
-            let names = FileCacheFixtures.names(in: folder)
-            let expected = model.entries.keys.map { model.id($0) }.sorted()
-            if names != expected {
-                return "the v1 folder holds \(names.count) files \(names.map { $0.prefix(12) }), "
-                    + "the model \(expected.count) entries \(expected.map { $0.prefix(12) })"
+            // One file per entry: an unpinned one in `v1/`, a pinned one in `v1/pinned/`.
+            let pinned = folder.appendingPathComponent("pinned")
+            for (names, isPinned) in [
+                (FileCacheFixtures.names(in: folder).filter { $0 != "pinned" }, false),
+                (FileCacheFixtures.names(in: pinned), true),
+            ] {
+                let expected = model.entries.filter { $0.value.isPinned == isPinned }.keys.map { model.id($0) }.sorted()
+                if names != expected {
+                    return "the \(isPinned ? "v1/pinned" : "v1") folder holds \(names.count) files "
+                        + "\(names.map { $0.prefix(12) }), the model \(expected.count) entries "
+                        + "\(expected.map { $0.prefix(12) })"
+                }
             }
         case .inMemory:
             let keys = await (caches.cache(0) as! InMemoryLoadableCache).keys
@@ -494,9 +556,9 @@ struct CacheModelTests {
     /// The difference between a cache's usage (total, and names least recently used first) and
     /// the model's, or `nil`.
     static func usageDifference(_ totalBytes: Int, _ order: [String], model: Model) -> String? {
-        if order != model.order {
-            return
-                "the recency order is \(order.map { $0.prefix(12) }), the model's \(model.order.map { $0.prefix(12) })"
+        let expected = model.evictionOrder
+        if order != expected {
+            return "the recency order is \(order.map { $0.prefix(12) }), the model's \(expected.map { $0.prefix(12) })"
         }
         if totalBytes != model.totalBytes {
             return "the usage is \(totalBytes) bytes, the model's \(model.totalBytes)"
@@ -527,16 +589,21 @@ struct CacheModelTests {
 
     static func randomStep(_ random: inout SeededRandomNumberGenerator) -> Step {
         func number(below limit: Int) -> Int { Int(random.next() % UInt64(limit)) }
-        switch number(below: 50) {
+        let dates = [0, -1.5, 1e9 + 0.25, Double(number(below: 1 << 30)) / 1_024 - 1e5, -63_114_076_800]
+        let metadata = [0, 0, 0, 1, 2]
+        switch number(below: 54) {
         case 0..<22:
             let sizes = [0, 1, 7, 40, number(below: 300), number(below: 300), 5_000]
             let versions = [0, 1, 1, 2, -1, .max, .min, number(below: 1_000) - 500]
-            let dates = [0, -1.5, 1e9 + 0.25, Double(number(below: 1 << 30)) / 1_024 - 1e5, -63_114_076_800]
-            let metadata = [0, 0, 0, 1, 2]
             return .save(
                 key: number(below: keys.count), size: sizes[number(below: sizes.count)],
                 first: UInt8(number(below: 256)), version: versions[number(below: versions.count)],
-                savedAt: dates[number(below: dates.count)], metadata: metadata[number(below: metadata.count)])
+                savedAt: dates[number(below: dates.count)], metadata: metadata[number(below: metadata.count)],
+                pinned: number(below: 6) == 0)
+        case 50..<54:
+            return .touch(
+                key: number(below: keys.count), savedAt: dates[number(below: dates.count)],
+                metadata: metadata[number(below: metadata.count)])
         case 22..<29: return .remove(key: number(below: keys.count))
         case 29..<36: return .load(key: number(below: keys.count))
         case 36..<39: return .removeScope(number(below: scopes.count))
