@@ -93,10 +93,9 @@ final class FileCacheFolder: Sendable {
         private var pinnedFolderExists = false
         /// The unpinned entry files with their sizes, least recently used first.
         private(set) var entries = RecencyList()
-        /// The pinned entry files with their sizes.
-        private(set) var pinned: [String: Int] = [:]
-        /// The sum of ``pinned``'s sizes.
-        private(set) var pinnedBytes = 0
+        /// The pinned entry files with their sizes, least recently used first (an order no
+        /// eviction reads; kept as the unpinned one is, so that both say how the files were used).
+        private(set) var pinned = RecencyList()
         /// The latest modification time given to a file, in nanoseconds since 1970.
         private var lastModified: Int64 = 0
 
@@ -110,7 +109,7 @@ final class FileCacheFolder: Sendable {
         }
 
         /// The sizes of every entry file, pinned ones included: what a limit bounds.
-        var totalBytes: Int { entries.totalBytes + pinnedBytes }
+        var totalBytes: Int { entries.totalBytes + pinned.totalBytes }
 
         func filePath(_ name: String) -> String { path + "/" + name }
 
@@ -134,6 +133,7 @@ final class FileCacheFolder: Sendable {
                 // removing the other. The newer file is the entry (the pinned one on a tie).
                 let plainByName = Dictionary(found.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
                 var replaced = Set<String>()
+                var kept: [FolderItem] = []
                 for item in pinnedFound {
                     if let plain = plainByName[item.name] {
                         if plain.modified > item.modified {
@@ -143,9 +143,11 @@ final class FileCacheFolder: Sendable {
                         try? FileIO.removeFile(atPath: filePath(item.name))
                         replaced.insert(item.name)
                     }
-                    setPinned(item.name, size: item.size)
-                    lastModified = max(lastModified, item.modified)
+                    kept.append(item)
                 }
+                kept.sort { ($0.modified, $0.name) < ($1.modified, $1.name) }
+                for item in kept { pinned.touch(item.name, size: item.size) }
+                lastModified = max(lastModified, kept.last?.modified ?? 0)
                 if !replaced.isEmpty { found.removeAll { replaced.contains($0.name) } }
             }
             found.sort { ($0.modified, $0.name) < ($1.modified, $1.name) }
@@ -208,16 +210,6 @@ final class FileCacheFolder: Sendable {
             }
         }
 
-        private mutating func setPinned(_ name: String, size: Int) {
-            pinnedBytes += size - (pinned[name] ?? 0)
-            pinned[name] = size
-        }
-
-        private mutating func unpin(_ name: String) {
-            guard let size = pinned.removeValue(forKey: name) else { return }
-            pinnedBytes -= size
-        }
-
         // MARK: Entries
 
         /// Writes `bytes` as the file `name` (in `pinned/` for a pinned entry); removes the key's
@@ -243,15 +235,15 @@ final class FileCacheFolder: Sendable {
                 try FileIO.writeAtomically(bytes, toPath: file, inFolder: folder, modified: modified)
             }
             if isPinned {
-                setPinned(name, size: bytes.count)
+                pinned.touch(name, size: bytes.count)
                 // The key's unpinned file, if any (this process's or another's), goes.
                 try FileIO.removeFile(atPath: filePath(name))
                 entries.remove(name)
             } else {
                 entries.touch(name, size: bytes.count)
-                if pinned[name] != nil {
+                if pinned.contains(name) {
                     try FileIO.removeFile(atPath: pinnedFilePath(name))
-                    unpin(name)
+                    pinned.remove(name)
                 }
             }
             try removeOldNames(oldNames)
@@ -274,7 +266,6 @@ final class FileCacheFolder: Sendable {
         private mutating func forgetEverything() {
             entries.removeAll()
             pinned.removeAll()
-            pinnedBytes = 0
             folderExists = false
             pinnedFolderExists = false
         }
@@ -285,7 +276,7 @@ final class FileCacheFolder: Sendable {
             let entry = try EntryFile.decode(found.bytes, key: key)
             if var entry {
                 entry.isPinned = found.isPinned
-                if !found.isPinned { touch(found.name, size: found.bytes.count, limit: limit) }
+                touch(found.name, size: found.bytes.count, isPinned: found.isPinned, limit: limit)
                 return entry
             }
             return nil
@@ -297,7 +288,7 @@ final class FileCacheFolder: Sendable {
         mutating func touch(
             key: String, name: String, oldNames: [String], savedAt: Date, metadata: [String: String], limit: Int?
         ) throws -> Bool {
-            var isPinned = pinned[name] != nil
+            var isPinned = pinned.contains(name)
             var outcome = try patch(isPinned ? pinnedFilePath(name) : filePath(name), key: key, savedAt, metadata)
             if outcome == nil {
                 // Not where this process saw it last: pinned by another process, or under an old
@@ -312,7 +303,7 @@ final class FileCacheFolder: Sendable {
             case nil, .notThisKey:
                 return false
             case .patched(let size):
-                if !isPinned { touch(name, size: size, limit: limit) }
+                touch(name, size: size, isPinned: isPinned, limit: limit)
             case .needsRewrite(var entry):
                 entry.savedAt = savedAt
                 entry.metadata = metadata
@@ -356,16 +347,16 @@ final class FileCacheFolder: Sendable {
         private mutating func find(
             key: String, name: String, oldNames: [String]
         ) throws -> (bytes: [UInt8], name: String, isPinned: Bool)? {
-            if pinned[name] != nil {
+            if pinned.contains(name) {
                 if let bytes = try FileIO.readFile(atPath: pinnedFilePath(name)) { return (bytes, name, true) }
-                unpin(name)
+                pinned.remove(name)
             }
             if let bytes = try FileIO.readFile(atPath: filePath(name)) { return (bytes, name, false) }
             entries.remove(name)
             // Pinned by another process since this one started.
             if let bytes = try FileIO.readFile(atPath: pinnedFilePath(name)) {
                 pinnedFolderExists = true
-                setPinned(name, size: bytes.count)
+                pinned.touch(name, size: bytes.count)
                 return (bytes, name, true)
             }
             for oldName in oldNames {
@@ -385,9 +376,15 @@ final class FileCacheFolder: Sendable {
         }
 
         /// Makes `name` the most recently used; with a limit, its file's time says so too.
-        private mutating func touch(_ name: String, size: Int, limit: Int?) {
-            entries.touch(name, size: size)
-            if limit != nil { FileIO.setModified(nextModified(), atPath: filePath(name)) }
+        private mutating func touch(_ name: String, size: Int, isPinned: Bool, limit: Int?) {
+            if isPinned {
+                pinned.touch(name, size: size)
+            } else {
+                entries.touch(name, size: size)
+            }
+            if limit != nil {
+                FileIO.setModified(nextModified(), atPath: isPinned ? pinnedFilePath(name) : filePath(name))
+            }
         }
 
         /// Removes the file `name`, pinned or not, and the files of the key's `oldNames`.
@@ -395,7 +392,7 @@ final class FileCacheFolder: Sendable {
             try FileIO.removeFile(atPath: filePath(name))
             entries.remove(name)
             try FileIO.removeFile(atPath: pinnedFilePath(name))
-            unpin(name)
+            pinned.remove(name)
             try removeOldNames(oldNames)
         }
 
@@ -481,7 +478,7 @@ final class FileCacheFolder: Sendable {
                         }
                     }
                     try FileIO.removeFile(atPath: file)
-                    if isPinned { unpin(item.name) } else { entries.remove(item.name) }
+                    if isPinned { pinned.remove(item.name) } else { entries.remove(item.name) }
                 } catch let error as FileIOError {
                     failures.append(error)
                 } catch {

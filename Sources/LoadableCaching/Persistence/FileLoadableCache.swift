@@ -330,10 +330,10 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     // MARK: - For tests
 
     /// The usage as this process counts it: the entry files' total size (pinned ones included),
-    /// and their names, least recently used first, then the pinned ones (which no limit
-    /// evicts), sorted. Starts the folder (scans it) if it was not yet.
+    /// and their names, least recently used first, then the pinned ones (which no limit evicts),
+    /// least recently used first. Starts the folder (scans it) if it was not yet.
     package func usage() throws -> (totalBytes: Int, namesLeastRecentFirst: [String]) {
-        try withContents { ($0.totalBytes, $0.entries.namesInOrder + $0.pinned.keys.sorted()) }
+        try withContents { ($0.totalBytes, $0.entries.namesInOrder + $0.pinned.namesInOrder) }
     }
 
     /// Makes the next object on `directory` start afresh, with a scan, as in a new process; the
