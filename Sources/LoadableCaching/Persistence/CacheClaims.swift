@@ -3,8 +3,9 @@
 /// logout, and an outbox inside a store's cache would lose its queue; two outboxes on one entry
 /// would overwrite each other's queue.
 ///
-/// A claim is the identity of the entries (the ``CacheQueue`` identity: the objects of one folder
-/// are one cache, and a scope is part of its cache) and a key prefix (empty for a whole cache):
+/// A claim is the identity of the entries (the ``CacheQueue`` identity: the file cache's objects
+/// of one folder, or the SQLite cache's of one file, are one cache, and a scope is part of its
+/// cache) and a key prefix (empty for a whole cache):
 /// every key that starts with it for a store, the one key for an outbox. Two store claims conflict
 /// when one prefix starts the other; an outbox's key conflicts with a store's prefix that starts
 /// it, and with another outbox's equal key. Claims end with their owners.

@@ -6,9 +6,11 @@ internal import Loadable
 ///
 /// One queue per store of entries, found by its identity while it has work, and forgotten when it
 /// runs dry: a cache object's own identity, unless it shares its entries with other objects (the
-/// ``FileLoadableCache`` objects of one folder, a ``LoadableCache/scoped(_:)`` view and its
-/// cache), which then share one queue. Jobs are keyed by the key in that store. A save waiting for its turn is replaced by a newer save of the same key
-/// (only the newest contents matter), unless another job of that key was queued in between.
+/// ``FileLoadableCache`` objects of one folder, the `SQLiteLoadableCache` objects of one file, a
+/// ``LoadableCache/scoped(_:)`` view and its cache), which then share one queue. Jobs are keyed by
+/// the key in that store. A save waiting for its turn is replaced by a newer save of the same key
+/// (only the newest contents matter), unless another job of that key was queued in between; a
+/// touch waiting for its turn likewise (see ``enqueueTouch(in:key:save:touch:)``).
 ///
 /// **Threads.** One task off the main actor runs the jobs' work (encode and save, load and decode)
 /// one after the other, without going back to the main actor in between: a trip there and back

@@ -34,8 +34,10 @@ public protocol LoadableCache: AnyObject, Sendable {
     /// pin: what a persistence does when a sync confirmed the contents without changing them (an
     /// HTTP `304`), so that the contents are not written again.
     ///
-    /// The default loads the entry and saves it back changed. The file and SQLite caches change it
-    /// in place. A touch marks the entry used, as a load does.
+    /// The default loads the entry and saves it back changed: two calls, so a save of the key by
+    /// another object or process between them is undone (the package's own callers order their
+    /// calls of one cache object, see ``scoped(_:)``). The file, SQLite and memory caches change
+    /// it in place, in one step. A touch marks the entry used, as a load does.
     ///
     /// - Parameters:
     ///   - key: The entry's key.
