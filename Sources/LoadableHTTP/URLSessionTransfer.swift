@@ -7,7 +7,7 @@
     /// How `URLSession` sends a request on Linux, where FoundationNetworking's own async API cannot
     /// be cancelled safely and cannot bound a body.
     ///
-    /// Three faults of FoundationNetworking (Swift 6.3) decide the shape:
+    /// Four faults of FoundationNetworking (Swift 6.3) decide the shape:
     /// - `URLSession.data(for:)` cancels its task from inside the Swift task's cancellation handler,
     ///   where `URLSessionTask.cancel()` waits for the session's queue; if that queue is finishing the
     ///   same transfer, it waits for the Swift task's lock in turn, and the cancelling thread (often
@@ -18,6 +18,9 @@
     /// - The response disposition of a delegate is ignored, and body bytes are handed to the
     ///   delegate queue as fast as they arrive, with no back-pressure: a body can fill the memory
     ///   before a cancel lands.
+    /// - A 401 with a `Basic` challenge (alone or among others) is handed to the delegate as an
+    ///   authentication challenge once its answer is read, and with default handling and no stored
+    ///   credential the task never completes.
     ///
     /// So a request goes through a session of the transport's own, made from the caller's session's
     /// configuration without a `URLCache` (no cache window). Its delegate runs **inline**, on the
@@ -25,7 +28,9 @@
     /// to the limit, and anything beyond is dropped as it arrives, so memory stays bounded
     /// whatever FoundationNetworking does. A cancel resumes the caller at once (from another
     /// thread, never inside the cancellation handler) and hands `URLSessionTask.cancel()` to the
-    /// transport's own queue, away from any lock; what arrives after that is dropped.
+    /// transport's own queue, away from any lock; what arrives after that is dropped. A challenge
+    /// that comes with the server's refusal ends the transfer with that refusal (see
+    /// ``TransferRouter``).
     ///
     /// Making, resuming and cancelling a task wait for the session's queue, which may be busy
     /// reading a large body inline: they run on ``queue``, a serial queue of the transport's own,
@@ -180,6 +185,14 @@
             return !isOverLimit
         }
 
+        /// The server refused the request with `failureResponse` (a 401 or 407) and
+        /// FoundationNetworking asks for credentials: the answer received so far (its head and
+        /// whole body came before the challenge) is the answer, a status for the caller to read.
+        func finish(refusedWith failureResponse: HTTPURLResponse) {
+            let answer = state.withLock { state in (state.response ?? failureResponse, state.body) }
+            decide(.success(answer))
+        }
+
         /// The task completed, with `error` or with the answer received.
         func complete(with error: (any Error)?) {
             let answer = state.withLock { state -> (HTTPURLResponse?, Data) in
@@ -249,7 +262,8 @@
         }
     }
 
-    /// The delegate of every transport session: hands each task's events to its ``Transfer``.
+    /// The delegate of every transport session: hands each task's events to its ``Transfer``,
+    /// and ends a refusal that asks for credentials as the status it is.
     ///
     /// Its methods run inline on the session's queue (see ``InlineOperationQueue``): they never
     /// call back into the session synchronously, and hand every completion handler that might
@@ -286,15 +300,28 @@
             transfer?.complete(with: error)
         }
 
+        /// A challenge with a failure response is the server's refusal (a 401 with a `Basic`
+        /// challenge: FoundationNetworking makes one once the answer is read, and with default
+        /// handling and no stored credential it never completes the task). The refusal, already
+        /// received, decides the transfer at once, and the challenge is cancelled so that
+        /// FoundationNetworking ends the task; its late `URLError.cancelled` is dropped. No
+        /// credential is ever given, from the session's credential storage or otherwise:
+        /// authorization is ``HTTPAuthorization``'s job, and a 401 is a status it reads.
         func urlSession(
             _ session: URLSession,
             task: URLSessionTask,
             didReceive challenge: URLAuthenticationChallenge,
             completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
         ) {
-            // Its handling may suspend and resume the task, which waits for the session's queue:
-            // it runs where the transport's other waiting calls do.
-            URLSessionTransfer.queue.async { completionHandler(.performDefaultHandling, nil) }
+            guard let refusal = challenge.failureResponse as? HTTPURLResponse else {
+                // Its handling may suspend and resume the task, which waits for the session's
+                // queue: it runs where the transport's other waiting calls do.
+                URLSessionTransfer.queue.async { completionHandler(.performDefaultHandling, nil) }
+                return
+            }
+            transfer(of: task)?.finish(refusedWith: refusal)
+            // The cancel it causes waits for the session's queue: never here, never under a lock.
+            URLSessionTransfer.queue.async { completionHandler(.cancelAuthenticationChallenge, nil) }
         }
     }
 
