@@ -59,7 +59,8 @@ extension URLSession: HTTPTransport {
     /// are cancelled on a queue of the transport's own, never blocking the caller. This session's
     /// own delegate is not called for these requests. A `401` or `407` comes back as a response
     /// whatever challenge it carries (FoundationNetworking never completes a `401` with a `Basic`
-    /// challenge on its own).
+    /// challenge on its own), and a redirect to another origin goes without `Authorization`,
+    /// `Proxy-Authorization` and `Cookie` (FoundationNetworking copies them along).
     ///
     /// - Parameters:
     ///   - request: The request to send.

@@ -29,7 +29,8 @@
     /// whatever FoundationNetworking does. A cancel resumes the caller at once (from another
     /// thread, never inside the cancellation handler) and hands `URLSessionTask.cancel()` to the
     /// transport's own queue, away from any lock; what arrives after that is dropped. A challenge
-    /// that comes with the server's refusal ends the transfer with that refusal (see
+    /// that comes with the server's refusal ends the transfer with that refusal, and a redirect to
+    /// another origin drops the credentials that FoundationNetworking would carry along (see
     /// ``TransferRouter``).
     ///
     /// Making, resuming and cancelling a task wait for the session's queue, which may be busy
@@ -263,7 +264,8 @@
     }
 
     /// The delegate of every transport session: hands each task's events to its ``Transfer``,
-    /// and ends a refusal that asks for credentials as the status it is.
+    /// ends a refusal that asks for credentials as the status it is, and keeps credentials to
+    /// their origin on a redirect.
     ///
     /// Its methods run inline on the session's queue (see ``InlineOperationQueue``): they never
     /// call back into the session synchronously, and hand every completion handler that might
@@ -322,6 +324,45 @@
             transfer(of: task)?.finish(refusedWith: refusal)
             // The cancel it causes waits for the session's queue: never here, never under a lock.
             URLSessionTransfer.queue.async { completionHandler(.cancelAuthenticationChallenge, nil) }
+        }
+
+        /// A redirect to another origin (scheme, host or port) goes without `Authorization`,
+        /// `Proxy-Authorization` and `Cookie`, as on Apple platforms: FoundationNetworking copies
+        /// every header of the previous request. Each hop is derived from the one before, so what
+        /// is dropped once stays dropped. The handler only hands the request to the session's
+        /// queue: it is called here.
+        func urlSession(
+            _ session: URLSession,
+            task: URLSessionTask,
+            willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest,
+            completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        ) {
+            completionHandler(Self.redirect(request, from: response.url))
+        }
+
+        /// `request` without its credentials when it goes to another origin than `previous`.
+        static func redirect(_ request: URLRequest, from previous: URL?) -> URLRequest {
+            if let next = request.url, let previous, Origin(next) == Origin(previous) { return request }
+            var request = request
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
+                request.setValue(nil, forHTTPHeaderField: name)
+            }
+            return request
+        }
+    }
+
+    /// The scheme, host and port of a URL, compared as URLs compare them: the scheme and the host
+    /// in any case, a missing port as the scheme's default.
+    private struct Origin: Equatable {
+        let scheme: String?
+        let host: String?
+        let port: Int?
+
+        init(_ url: URL) {
+            scheme = url.scheme?.lowercased()
+            host = url.host?.lowercased()
+            port = url.port ?? scheme.flatMap { ["http": 80, "https": 443][$0] }
         }
     }
 
