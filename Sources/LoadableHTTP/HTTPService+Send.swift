@@ -1,4 +1,5 @@
 public import Foundation
+public import LoadableSyncer
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking
@@ -111,12 +112,16 @@ extension HTTPService {
     /// ```
     ///
     /// The service's headers are added where the request does not set the same field; with an
-    /// ``authorization``, its `Authorization` header replaces the request's.
+    /// ``authorization``, its `Authorization` header replaces the request's. A body in `httpBody`
+    /// goes out again on the retry after a `401`; a body stream (`httpBodyStream`) cannot, since
+    /// the refused request read it: the credential is renewed, and the send throws
+    /// ``BodyStreamSpentError`` for the caller to send again with a new stream.
     ///
     /// - Parameter request: The request.
     /// - Returns: The response and its body, for any 2xx.
     /// - Throws: ``HTTPLoadableError/status(code:headers:bodyPrefix:)`` for any other status (a
-    ///   `304` too), and the service's other errors (see ``HTTPService``).
+    ///   `304` too); ``BodyStreamSpentError`` for a body stream refused with a `401`; and the
+    ///   service's other errors (see ``HTTPService``).
     public func send(_ request: URLRequest) async throws -> (HTTPURLResponse, Data) {
         var request = request
         for (name, value) in headers where request.value(forHTTPHeaderField: name) == nil {
@@ -196,6 +201,51 @@ extension HTTPService {
         /// `HTTPService: the JSON body of type <type> could not be encoded: <reason>`.
         public var description: String {
             "HTTPService: the JSON body of type \(typeName) could not be encoded: \(reason)"
+        }
+    }
+
+    /// A request whose body is a stream (`httpBodyStream`) was refused with a `401`: the refused
+    /// request read the stream, so it is not sent again with the renewed credential.
+    ///
+    /// A body in `httpBody` (`Data`) is sent again after a `401`, as every send's is; a stream
+    /// can be read once. The credential was renewed all the same, so the next attempt, with a new
+    /// stream, goes out with it:
+    ///
+    /// ```swift
+    /// func upload(_ file: URL) async throws {
+    ///     var request = api.request(.put, "avatar")
+    ///     request.httpBodyStream = InputStream(url: file)
+    ///     do {
+    ///         _ = try await api.send(request)
+    ///     } catch let error as HTTPService.BodyStreamSpentError {
+    ///         print(error.rejection)  // HTTP 401: …
+    ///         request.httpBodyStream = InputStream(url: file)  // a new stream, the new credential
+    ///         _ = try await api.send(request)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// It is `RetryAfterProviding`, retryable, without a `Retry-After`: an outbox (or a syncer)
+    /// retries it, and each retry of an outbox's send builds a new request with a new stream.
+    /// Thrown by ``HTTPService/send(_:)`` and by a loadable whose request has a body stream. A
+    /// `Sendable` value, usable anywhere.
+    public struct BodyStreamSpentError: Error, Sendable, RetryAfterProviding, CustomStringConvertible {
+        /// The server's refusal: ``HTTPLoadableError/status(code:headers:bodyPrefix:)`` with
+        /// code 401.
+        public let rejection: HTTPLoadableError
+
+        /// `true`: the credential was renewed, and a new attempt with a new stream may succeed.
+        public var isRetryable: Bool { true }
+
+        /// `nil`: a new attempt may go at once.
+        public var retryAfter: Duration? { nil }
+
+        /// One line: the stream was read by a request refused with a `401`, the credential was
+        /// renewed, and what to do.
+        public var description: String {
+            "HTTPService: the request's body stream was read by a request the server refused with 401 "
+                + "(\(rejection)); the credential was renewed: send the request again with a new stream, "
+                + "or pass the body as Data (httpBody), which the retry after a 401 sends again"
         }
     }
 }
