@@ -21,11 +21,13 @@ extension HTTPService {
     ///   - body: The body, encoded with ``encoder`` before anything is sent.
     ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header (the same on the 401 retry), so that
-    ///     a server that honours it applies the write once however often it is sent.
+    ///     a server that honours it applies the write once however often it is sent: visible ASCII,
+    ///     as a UUID string is (see ``InvalidHeaderError``).
     /// - Returns: The decoded answer.
-    /// - Throws: ``BodyEncodingError`` when the body does not encode (nothing was sent); an
-    ///   ``HTTPLoadableError``; the authorization's errors (`LoadableWaiterError`);
-    ///   `CancellationError` when the calling task is cancelled.
+    /// - Throws: ``BodyEncodingError`` when the body does not encode, ``InvalidHeaderError`` when
+    ///   a header cannot carry the key (nothing was sent); an ``HTTPLoadableError``; the
+    ///   authorization's errors (`LoadableWaiterError`); `CancellationError` when the calling task
+    ///   is cancelled.
     public func send<Response: Decodable & Sendable>(
         _ method: HTTPMethod,
         _ path: String,
@@ -49,14 +51,15 @@ extension HTTPService {
     ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
     /// - Returns: The decoded answer.
-    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    /// - Throws: ``InvalidHeaderError`` when a header cannot carry the key (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
     public func send<Response: Decodable & Sendable>(
         _ method: HTTPMethod,
         _ path: String,
         as type: Response.Type,
         idempotencyKey: String? = nil
     ) async throws -> Response {
-        let request = request(method, path, idempotencyKey: idempotencyKey)
+        let request = try request(method, path, idempotencyKey: idempotencyKey)
         return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
     }
 
@@ -72,8 +75,9 @@ extension HTTPService {
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - body: The body, encoded with ``encoder`` before anything is sent.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
-    /// - Throws: ``BodyEncodingError`` when the body does not encode (nothing was sent); an
-    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    /// - Throws: ``BodyEncodingError`` when the body does not encode, ``InvalidHeaderError`` when
+    ///   a header cannot carry the key (nothing was sent); an ``HTTPLoadableError``; the
+    ///   authorization's errors; `CancellationError`.
     public func send(
         _ method: HTTPMethod,
         _ path: String,
@@ -95,9 +99,10 @@ extension HTTPService {
     ///   - method: The method.
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
-    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    /// - Throws: ``InvalidHeaderError`` when a header cannot carry the key (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
     public func send(_ method: HTTPMethod, _ path: String, idempotencyKey: String? = nil) async throws {
-        try await answer(to: request(method, path, idempotencyKey: idempotencyKey)) { _, _ in }
+        try await answer(to: try request(method, path, idempotencyKey: idempotencyKey)) { _, _ in }
     }
 
     /// Sends a request of any kind (a form, an upload, a request to another host) with the
@@ -131,9 +136,14 @@ extension HTTPService {
     }
 
     /// The request of a send without a body.
-    private func request(_ method: HTTPMethod, _ path: String, idempotencyKey: String?) -> URLRequest {
+    ///
+    /// - Throws: ``InvalidHeaderError`` for an idempotency key that a header cannot carry.
+    private func request(_ method: HTTPMethod, _ path: String, idempotencyKey: String?) throws -> URLRequest {
         var request = request(method, path)
-        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+        if let idempotencyKey {
+            try InvalidHeaderError.check(idempotencyKey, of: "Idempotency-Key")
+            request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        }
         return request
     }
 
@@ -147,7 +157,7 @@ extension HTTPService {
         } catch {
             throw BodyEncodingError(typeName: String(describing: Body.self), error: error)
         }
-        var request = request(method, path, idempotencyKey: idempotencyKey)
+        var request = try request(method, path, idempotencyKey: idempotencyKey)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = data
         return request
@@ -246,6 +256,59 @@ extension HTTPService {
             "HTTPService: the request's body stream was read by a request the server refused with 401 "
                 + "(\(rejection)); the credential was renewed: send the request again with a new stream, "
                 + "or pass the body as Data (httpBody), which the retry after a 401 sends again"
+        }
+    }
+
+    /// A header value that a request cannot carry; the send failed before anything was sent.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await api.send(.post, "orders", json: order, idempotencyKey: "order\n7")
+    /// } catch let error as HTTPService.InvalidHeaderError {
+    ///     print(error)  // HTTPService: the Idempotency-Key header cannot carry its value: it has a line break; …
+    /// }
+    /// ```
+    ///
+    /// A value goes in a header as it is or not at all: `URLRequest` drops one it cannot send,
+    /// and the request would go out without it (a write without its idempotency key could be
+    /// applied twice). A valid value is not empty, has only visible ASCII characters (`!` to `~`)
+    /// and spaces or tabs between them (RFC 9110's field value), and does not start or end with a
+    /// space or a tab. A UUID string, as the outbox makes, always is.
+    ///
+    /// A programming error rather than a failure of the network: it is not `RetryAfterProviding`,
+    /// so a syncer or an outbox does not retry it. A `Sendable` value, usable anywhere.
+    public struct InvalidHeaderError: Error, Sendable, CustomStringConvertible {
+        /// The header's name, as in `"Idempotency-Key"`.
+        public let name: String
+        /// The value refused, as given.
+        public let value: String
+        /// Why a header cannot carry it, as in `"it has a line break"`.
+        public let reason: String
+
+        /// Throws when a header called `name` cannot carry `value`.
+        static func check(_ value: String, of name: String) throws {
+            func refuse(_ reason: String) -> InvalidHeaderError {
+                InvalidHeaderError(name: name, value: value, reason: reason)
+            }
+            guard !value.isEmpty else { throw refuse("it is empty") }
+            for scalar in value.unicodeScalars {
+                switch scalar.value {
+                case 0x21...0x7E, 0x20, 0x09: continue
+                case 0x0A, 0x0D: throw refuse("it has a line break")
+                case 0x00..<0x20, 0x7F: throw refuse("it has a control character")
+                default: throw refuse("it has a character outside visible ASCII (\(scalar.escaped(asASCII: true)))")
+                }
+            }
+            let isBlank = { (scalar: Unicode.Scalar?) in scalar == " " || scalar == "\t" }
+            if isBlank(value.unicodeScalars.first) || isBlank(value.unicodeScalars.last) {
+                throw refuse("it starts or ends with a space or a tab")
+            }
+        }
+
+        /// `HTTPService: the <name> header cannot carry its value: <reason>; nothing was sent`
+        /// (without the value, which may be a secret in another header).
+        public var description: String {
+            "HTTPService: the \(name) header cannot carry its value: \(reason); nothing was sent"
         }
     }
 }
