@@ -52,12 +52,14 @@ struct Exchange<Contents: Sendable>: Sendable {
 
     /// Sends `request` with the credential of `authorization`, if any, and reads the answer; a 401
     /// is answered with one renewal and one retry with another credential (see
-    /// ``HTTPAuthorization``). Runs in the caller's isolation; the transfers and the reading run
-    /// off the main actor.
+    /// ``HTTPAuthorization``). A request whose body is a stream is not retried: the refused
+    /// request read it, and it would go out empty. Runs in the caller's isolation; the transfers
+    /// and the reading run off the main actor.
     ///
     /// - Returns: The outcome of the last request sent: ``Outcome/unauthorized(_:)`` when the
     ///   retry got a 401 too, or when there is no authorization.
-    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`; any
+    /// - Throws: An ``HTTPLoadableError``; ``HTTPService/BodyStreamSpentError`` after a renewal
+    ///   for a request with a body stream; the authorization's errors; `CancellationError`; any
     ///   other error of the transport.
     func run(
         _ request: URLRequest,
@@ -71,6 +73,7 @@ struct Exchange<Contents: Sendable>: Sendable {
         let outcome = try await run(request)
         guard case .unauthorized(let rejection) = outcome else { return outcome }
         guard let renewed = try await authorization.renewal(credential) else { throw rejection }
+        if request.httpBodyStream != nil { throw HTTPService.BodyStreamSpentError(rejection: rejection) }
         request.setValue(renewed.headerValue, forHTTPHeaderField: "Authorization")
         return try await run(request)
     }

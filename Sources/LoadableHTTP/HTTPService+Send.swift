@@ -1,4 +1,5 @@
 public import Foundation
+public import LoadableSyncer
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking
@@ -20,11 +21,13 @@ extension HTTPService {
     ///   - body: The body, encoded with ``encoder`` before anything is sent.
     ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header (the same on the 401 retry), so that
-    ///     a server that honours it applies the write once however often it is sent.
+    ///     a server that honours it applies the write once however often it is sent: visible ASCII,
+    ///     as a UUID string is (see ``InvalidHeaderError``).
     /// - Returns: The decoded answer.
-    /// - Throws: ``BodyEncodingError`` when the body does not encode (nothing was sent); an
-    ///   ``HTTPLoadableError``; the authorization's errors (`LoadableWaiterError`);
-    ///   `CancellationError` when the calling task is cancelled.
+    /// - Throws: ``BodyEncodingError`` when the body does not encode, ``InvalidHeaderError`` when
+    ///   a header cannot carry the key (nothing was sent); an ``HTTPLoadableError``; the
+    ///   authorization's errors (`LoadableWaiterError`); `CancellationError` when the calling task
+    ///   is cancelled.
     public func send<Response: Decodable & Sendable>(
         _ method: HTTPMethod,
         _ path: String,
@@ -48,14 +51,15 @@ extension HTTPService {
     ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
     /// - Returns: The decoded answer.
-    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    /// - Throws: ``InvalidHeaderError`` when a header cannot carry the key (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
     public func send<Response: Decodable & Sendable>(
         _ method: HTTPMethod,
         _ path: String,
         as type: Response.Type,
         idempotencyKey: String? = nil
     ) async throws -> Response {
-        let request = request(method, path, idempotencyKey: idempotencyKey)
+        let request = try request(method, path, idempotencyKey: idempotencyKey)
         return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
     }
 
@@ -71,8 +75,9 @@ extension HTTPService {
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - body: The body, encoded with ``encoder`` before anything is sent.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
-    /// - Throws: ``BodyEncodingError`` when the body does not encode (nothing was sent); an
-    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    /// - Throws: ``BodyEncodingError`` when the body does not encode, ``InvalidHeaderError`` when
+    ///   a header cannot carry the key (nothing was sent); an ``HTTPLoadableError``; the
+    ///   authorization's errors; `CancellationError`.
     public func send(
         _ method: HTTPMethod,
         _ path: String,
@@ -94,9 +99,10 @@ extension HTTPService {
     ///   - method: The method.
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
-    /// - Throws: An ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    /// - Throws: ``InvalidHeaderError`` when a header cannot carry the key (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
     public func send(_ method: HTTPMethod, _ path: String, idempotencyKey: String? = nil) async throws {
-        try await answer(to: request(method, path, idempotencyKey: idempotencyKey)) { _, _ in }
+        try await answer(to: try request(method, path, idempotencyKey: idempotencyKey)) { _, _ in }
     }
 
     /// Sends a request of any kind (a form, an upload, a request to another host) with the
@@ -111,12 +117,16 @@ extension HTTPService {
     /// ```
     ///
     /// The service's headers are added where the request does not set the same field; with an
-    /// ``authorization``, its `Authorization` header replaces the request's.
+    /// ``authorization``, its `Authorization` header replaces the request's. A body in `httpBody`
+    /// goes out again on the retry after a `401`; a body stream (`httpBodyStream`) cannot, since
+    /// the refused request read it: the credential is renewed, and the send throws
+    /// ``BodyStreamSpentError`` for the caller to send again with a new stream.
     ///
     /// - Parameter request: The request.
     /// - Returns: The response and its body, for any 2xx.
     /// - Throws: ``HTTPLoadableError/status(code:headers:bodyPrefix:)`` for any other status (a
-    ///   `304` too), and the service's other errors (see ``HTTPService``).
+    ///   `304` too); ``BodyStreamSpentError`` for a body stream refused with a `401`; and the
+    ///   service's other errors (see ``HTTPService``).
     public func send(_ request: URLRequest) async throws -> (HTTPURLResponse, Data) {
         var request = request
         for (name, value) in headers where request.value(forHTTPHeaderField: name) == nil {
@@ -126,9 +136,14 @@ extension HTTPService {
     }
 
     /// The request of a send without a body.
-    private func request(_ method: HTTPMethod, _ path: String, idempotencyKey: String?) -> URLRequest {
+    ///
+    /// - Throws: ``InvalidHeaderError`` for an idempotency key that a header cannot carry.
+    private func request(_ method: HTTPMethod, _ path: String, idempotencyKey: String?) throws -> URLRequest {
         var request = request(method, path)
-        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+        if let idempotencyKey {
+            try InvalidHeaderError.check(idempotencyKey, of: "Idempotency-Key")
+            request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        }
         return request
     }
 
@@ -142,7 +157,7 @@ extension HTTPService {
         } catch {
             throw BodyEncodingError(typeName: String(describing: Body.self), error: error)
         }
-        var request = request(method, path, idempotencyKey: idempotencyKey)
+        var request = try request(method, path, idempotencyKey: idempotencyKey)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = data
         return request
@@ -196,6 +211,104 @@ extension HTTPService {
         /// `HTTPService: the JSON body of type <type> could not be encoded: <reason>`.
         public var description: String {
             "HTTPService: the JSON body of type \(typeName) could not be encoded: \(reason)"
+        }
+    }
+
+    /// A request whose body is a stream (`httpBodyStream`) was refused with a `401`: the refused
+    /// request read the stream, so it is not sent again with the renewed credential.
+    ///
+    /// A body in `httpBody` (`Data`) is sent again after a `401`, as every send's is; a stream
+    /// can be read once. The credential was renewed all the same, so the next attempt, with a new
+    /// stream, goes out with it:
+    ///
+    /// ```swift
+    /// func upload(_ file: URL) async throws {
+    ///     var request = api.request(.put, "avatar")
+    ///     request.httpBodyStream = InputStream(url: file)
+    ///     do {
+    ///         _ = try await api.send(request)
+    ///     } catch let error as HTTPService.BodyStreamSpentError {
+    ///         print(error.rejection)  // HTTP 401: …
+    ///         request.httpBodyStream = InputStream(url: file)  // a new stream, the new credential
+    ///         _ = try await api.send(request)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// It is `RetryAfterProviding`, retryable, without a `Retry-After`: an outbox (or a syncer)
+    /// retries it, and each retry of an outbox's send builds a new request with a new stream.
+    /// Thrown by ``HTTPService/send(_:)`` and by a loadable whose request has a body stream. A
+    /// `Sendable` value, usable anywhere.
+    public struct BodyStreamSpentError: Error, Sendable, RetryAfterProviding, CustomStringConvertible {
+        /// The server's refusal: ``HTTPLoadableError/status(code:headers:bodyPrefix:)`` with
+        /// code 401.
+        public let rejection: HTTPLoadableError
+
+        /// `true`: the credential was renewed, and a new attempt with a new stream may succeed.
+        public var isRetryable: Bool { true }
+
+        /// `nil`: a new attempt may go at once.
+        public var retryAfter: Duration? { nil }
+
+        /// One line: the stream was read by a request refused with a `401`, the credential was
+        /// renewed, and what to do.
+        public var description: String {
+            "HTTPService: the request's body stream was read by a request the server refused with 401 "
+                + "(\(rejection)); the credential was renewed: send the request again with a new stream, "
+                + "or pass the body as Data (httpBody), which the retry after a 401 sends again"
+        }
+    }
+
+    /// A header value that a request cannot carry; the send failed before anything was sent.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await api.send(.post, "orders", json: order, idempotencyKey: "order\n7")
+    /// } catch let error as HTTPService.InvalidHeaderError {
+    ///     print(error)  // HTTPService: the Idempotency-Key header cannot carry its value: it has a line break; …
+    /// }
+    /// ```
+    ///
+    /// A value goes in a header as it is or not at all: `URLRequest` drops one it cannot send,
+    /// and the request would go out without it (a write without its idempotency key could be
+    /// applied twice). A valid value is not empty, has only visible ASCII characters (`!` to `~`)
+    /// and spaces or tabs between them (RFC 9110's field value), and does not start or end with a
+    /// space or a tab. A UUID string, as the outbox makes, always is.
+    ///
+    /// A programming error rather than a failure of the network: it is not `RetryAfterProviding`,
+    /// so a syncer or an outbox does not retry it. A `Sendable` value, usable anywhere.
+    public struct InvalidHeaderError: Error, Sendable, CustomStringConvertible {
+        /// The header's name, as in `"Idempotency-Key"`.
+        public let name: String
+        /// The value refused, as given.
+        public let value: String
+        /// Why a header cannot carry it, as in `"it has a line break"`.
+        public let reason: String
+
+        /// Throws when a header called `name` cannot carry `value`.
+        static func check(_ value: String, of name: String) throws {
+            func refuse(_ reason: String) -> InvalidHeaderError {
+                InvalidHeaderError(name: name, value: value, reason: reason)
+            }
+            guard !value.isEmpty else { throw refuse("it is empty") }
+            for scalar in value.unicodeScalars {
+                switch scalar.value {
+                case 0x21...0x7E, 0x20, 0x09: continue
+                case 0x0A, 0x0D: throw refuse("it has a line break")
+                case 0x00..<0x20, 0x7F: throw refuse("it has a control character")
+                default: throw refuse("it has a character outside visible ASCII (\(scalar.escaped(asASCII: true)))")
+                }
+            }
+            let isBlank = { (scalar: Unicode.Scalar?) in scalar == " " || scalar == "\t" }
+            if isBlank(value.unicodeScalars.first) || isBlank(value.unicodeScalars.last) {
+                throw refuse("it starts or ends with a space or a tab")
+            }
+        }
+
+        /// `HTTPService: the <name> header cannot carry its value: <reason>; nothing was sent`
+        /// (without the value, which may be a secret in another header).
+        public var description: String {
+            "HTTPService: the \(name) header cannot carry its value: \(reason); nothing was sent"
         }
     }
 }

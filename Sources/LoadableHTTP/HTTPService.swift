@@ -118,10 +118,15 @@ public struct HTTPService: Sendable {
     /// // GET https://api.example.com/v1/posts?q=a%26b
     /// ```
     ///
-    /// The path always goes under the base URL's path: `"posts"` and `"/posts"` are the same. It
-    /// is written unencoded (`"tags/a b"` goes out as `tags/a%20b`); the query items are
-    /// percent-encoded, `+` included, and come after the base URL's own query, if it has one.
-    /// The request carries no `Authorization` header: a send adds it.
+    /// The path always goes under the base URL's path: `"posts"` and `"/posts"` are the same. Its
+    /// `.` and `..` segments are resolved here, inside the base path and never above it, so that
+    /// no server or URL normalization can take the request out of it: `"a/./b"` is `a/b`,
+    /// `"a/../b"` is `b`, `"a/b/.."` is `a`, `"../admin"` and `"a/../../admin"` are `admin`, and
+    /// `"./"` is the base URL itself; a trailing `/` stays. The path is written unencoded
+    /// (`"tags/a b"` goes out as `tags/a%20b`, and a `%` is encoded too, so `"%2E%2E"` is a name,
+    /// never a `..`); the query items are percent-encoded, `+` included, and come after the base
+    /// URL's own query, if it has one. The request carries no `Authorization` header: a send adds
+    /// it.
     ///
     /// - Parameters:
     ///   - method: The method.
@@ -204,7 +209,7 @@ public struct HTTPService: Sendable {
     /// The URL of `path` and `query` under the base URL.
     private func url(_ path: String, query: [URLQueryItem]) -> URL {
         var text = base
-        let relative = path.drop { $0 == "/" }
+        let relative = Self.resolvingDotSegments(path)
         if !relative.isEmpty {
             text += "/"
             text += relative.addingPercentEncoding(withAllowedCharacters: Self.pathAllowed) ?? ""
@@ -228,6 +233,21 @@ public struct HTTPService: Sendable {
             fatalError("HTTPService: could not make a URL of \(text)")
         }
         return url
+    }
+
+    /// `path` without its leading `/`s and with its `.` and `..` segments resolved, never
+    /// climbing above its root (a `..` there is dropped); its other segments, empty ones included,
+    /// and a trailing `/` stay as they are.
+    private static func resolvingDotSegments(_ path: String) -> String {
+        var segments: [Substring] = []
+        for segment in path.drop(while: { $0 == "/" }).split(separator: "/", omittingEmptySubsequences: false) {
+            switch segment {
+            case ".": continue
+            case "..": _ = segments.popLast()
+            default: segments.append(segment)
+            }
+        }
+        return segments.joined(separator: "/")
     }
 
     /// What a path may carry unencoded.

@@ -57,7 +57,10 @@ extension URLSession: HTTPTransport {
     /// through a session made once from this session's configuration without a `URLCache`, whose
     /// delegate counts the body as it is read and drops what passes the limit; tasks start and
     /// are cancelled on a queue of the transport's own, never blocking the caller. This session's
-    /// own delegate is not called for these requests.
+    /// own delegate is not called for these requests. A `401` or `407` comes back as a response
+    /// whatever challenge it carries (FoundationNetworking never completes a `401` with a `Basic`
+    /// challenge on its own), and a redirect to another origin goes without `Authorization`,
+    /// `Proxy-Authorization` and `Cookie` (FoundationNetworking copies them along).
     ///
     /// - Parameters:
     ///   - request: The request to send.

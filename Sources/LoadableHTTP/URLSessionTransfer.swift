@@ -7,7 +7,7 @@
     /// How `URLSession` sends a request on Linux, where FoundationNetworking's own async API cannot
     /// be cancelled safely and cannot bound a body.
     ///
-    /// Three faults of FoundationNetworking (Swift 6.3) decide the shape:
+    /// Four faults of FoundationNetworking (Swift 6.3) decide the shape:
     /// - `URLSession.data(for:)` cancels its task from inside the Swift task's cancellation handler,
     ///   where `URLSessionTask.cancel()` waits for the session's queue; if that queue is finishing the
     ///   same transfer, it waits for the Swift task's lock in turn, and the cancelling thread (often
@@ -18,6 +18,9 @@
     /// - The response disposition of a delegate is ignored, and body bytes are handed to the
     ///   delegate queue as fast as they arrive, with no back-pressure: a body can fill the memory
     ///   before a cancel lands.
+    /// - A 401 with a `Basic` challenge (alone or among others) is handed to the delegate as an
+    ///   authentication challenge once its answer is read, and with default handling and no stored
+    ///   credential the task never completes.
     ///
     /// So a request goes through a session of the transport's own, made from the caller's session's
     /// configuration without a `URLCache` (no cache window). Its delegate runs **inline**, on the
@@ -25,7 +28,10 @@
     /// to the limit, and anything beyond is dropped as it arrives, so memory stays bounded
     /// whatever FoundationNetworking does. A cancel resumes the caller at once (from another
     /// thread, never inside the cancellation handler) and hands `URLSessionTask.cancel()` to the
-    /// transport's own queue, away from any lock; what arrives after that is dropped.
+    /// transport's own queue, away from any lock; what arrives after that is dropped. A challenge
+    /// that comes with the server's refusal ends the transfer with that refusal, and a redirect to
+    /// another origin drops the credentials that FoundationNetworking would carry along (see
+    /// ``TransferRouter``).
     ///
     /// Making, resuming and cancelling a task wait for the session's queue, which may be busy
     /// reading a large body inline: they run on ``queue``, a serial queue of the transport's own,
@@ -180,6 +186,14 @@
             return !isOverLimit
         }
 
+        /// The server refused the request with `failureResponse` (a 401 or 407) and
+        /// FoundationNetworking asks for credentials: the answer received so far (its head and
+        /// whole body came before the challenge) is the answer, a status for the caller to read.
+        func finish(refusedWith failureResponse: HTTPURLResponse) {
+            let answer = state.withLock { state in (state.response ?? failureResponse, state.body) }
+            decide(.success(answer))
+        }
+
         /// The task completed, with `error` or with the answer received.
         func complete(with error: (any Error)?) {
             let answer = state.withLock { state -> (HTTPURLResponse?, Data) in
@@ -249,7 +263,9 @@
         }
     }
 
-    /// The delegate of every transport session: hands each task's events to its ``Transfer``.
+    /// The delegate of every transport session: hands each task's events to its ``Transfer``,
+    /// ends a refusal that asks for credentials as the status it is, and keeps credentials to
+    /// their origin on a redirect.
     ///
     /// Its methods run inline on the session's queue (see ``InlineOperationQueue``): they never
     /// call back into the session synchronously, and hand every completion handler that might
@@ -286,15 +302,67 @@
             transfer?.complete(with: error)
         }
 
+        /// A challenge with a failure response is the server's refusal (a 401 with a `Basic`
+        /// challenge: FoundationNetworking makes one once the answer is read, and with default
+        /// handling and no stored credential it never completes the task). The refusal, already
+        /// received, decides the transfer at once, and the challenge is cancelled so that
+        /// FoundationNetworking ends the task; its late `URLError.cancelled` is dropped. No
+        /// credential is ever given, from the session's credential storage or otherwise:
+        /// authorization is ``HTTPAuthorization``'s job, and a 401 is a status it reads.
         func urlSession(
             _ session: URLSession,
             task: URLSessionTask,
             didReceive challenge: URLAuthenticationChallenge,
             completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
         ) {
-            // Its handling may suspend and resume the task, which waits for the session's queue:
-            // it runs where the transport's other waiting calls do.
-            URLSessionTransfer.queue.async { completionHandler(.performDefaultHandling, nil) }
+            guard let refusal = challenge.failureResponse as? HTTPURLResponse else {
+                // Its handling may suspend and resume the task, which waits for the session's
+                // queue: it runs where the transport's other waiting calls do.
+                URLSessionTransfer.queue.async { completionHandler(.performDefaultHandling, nil) }
+                return
+            }
+            transfer(of: task)?.finish(refusedWith: refusal)
+            // The cancel it causes waits for the session's queue: never here, never under a lock.
+            URLSessionTransfer.queue.async { completionHandler(.cancelAuthenticationChallenge, nil) }
+        }
+
+        /// A redirect to another origin (scheme, host or port) goes without `Authorization`,
+        /// `Proxy-Authorization` and `Cookie`, as on Apple platforms: FoundationNetworking copies
+        /// every header of the previous request. Each hop is derived from the one before, so what
+        /// is dropped once stays dropped. The handler only hands the request to the session's
+        /// queue: it is called here.
+        func urlSession(
+            _ session: URLSession,
+            task: URLSessionTask,
+            willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest,
+            completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        ) {
+            completionHandler(Self.redirect(request, from: response.url))
+        }
+
+        /// `request` without its credentials when it goes to another origin than `previous`.
+        static func redirect(_ request: URLRequest, from previous: URL?) -> URLRequest {
+            if let next = request.url, let previous, Origin(next) == Origin(previous) { return request }
+            var request = request
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
+                request.setValue(nil, forHTTPHeaderField: name)
+            }
+            return request
+        }
+    }
+
+    /// The scheme, host and port of a URL, compared as URLs compare them: the scheme and the host
+    /// in any case, a missing port as the scheme's default.
+    private struct Origin: Equatable {
+        let scheme: String?
+        let host: String?
+        let port: Int?
+
+        init(_ url: URL) {
+            scheme = url.scheme?.lowercased()
+            host = url.host?.lowercased()
+            port = url.port ?? scheme.flatMap { ["http": 80, "https": 443][$0] }
         }
     }
 
