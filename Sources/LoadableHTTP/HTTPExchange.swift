@@ -112,13 +112,9 @@ struct Exchange<Contents: Sendable>: Sendable {
     }
 
     private static func statusError(_ response: HTTPURLResponse, _ body: Data) -> HTTPLoadableError {
-        var headers: [String: String] = [:]
-        for (name, value) in response.allHeaderFields {
-            headers[String(describing: name)] = String(describing: value)
-        }
-        return .status(
+        .status(
             code: response.statusCode,
-            headers: headers,
+            headers: response.headerFields,
             bodyPrefix: Data(body.prefix(HTTPLoadableError.bodyPrefixLimit))
         )
     }

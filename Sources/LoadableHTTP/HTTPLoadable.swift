@@ -62,6 +62,35 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
     /// How requests are authorized, if they are.
     public var authorization: HTTPAuthorization? { loader.authorization }
 
+    /// The `ETag` of the contents shown, as the server sent it (quotes included): the
+    /// precondition of a write that must not overwrite someone else's
+    /// (``HTTPPrecondition/ifMatch(_:)``).
+    ///
+    /// ```swift
+    /// try await api.send(.put, "records/7", json: edited, precondition: .ifMatch(record.etag!))
+    /// ```
+    ///
+    /// `nil` before a sync, and after a write of the app's own to the contents (`setContents`,
+    /// `updateContents`, a committed `mutate` without `reconcile`, an outbox change joining):
+    /// the server never had those contents. A 2xx replaces it (with `nil` when the answer has no
+    /// `ETag`), a `304` keeps it (or takes the new one it sends), and persisted contents bring
+    /// theirs back when they are restored. Observable: it changes with the contents or the state,
+    /// in the same notification.
+    public var etag: String? {
+        core.trackAccess()
+        return loader.validators.entityTag
+    }
+
+    /// The `Last-Modified` of the contents shown, as the server sent it: the precondition of a
+    /// write for servers without `ETag` (``HTTPPrecondition/ifUnmodifiedSince(_:)``).
+    ///
+    /// The same rules as ``etag``: `nil` before a sync and after a write of the app's own, replaced
+    /// by a 2xx, kept by a `304`, restored with persisted contents, observable.
+    public var lastModified: String? {
+        core.trackAccess()
+        return loader.validators.lastModified
+    }
+
     /// Runs the syncs; it holds the loadable weakly, so that releasing the loadable cancels its
     /// request.
     let loader: HTTPRequestLoader<Contents>

@@ -39,19 +39,64 @@ public enum HTTPLoadableError: Error, Sendable, RetryAfterProviding, CustomStrin
     /// 4 KB.
     public static let bodyPrefixLimit = 4_096
 
-    /// Whether a retry may succeed: `408`, `425`, `429` and `5xx` statuses and every transport
-    /// failure are retryable; other statuses, decoding failures and bodies over the limit are not.
+    /// Whether a retry may succeed: `408`, `425`, `429` and `5xx` statuses, a `409` that carries
+    /// `Retry-After`, and every transport failure are retryable; other statuses, decoding failures
+    /// and bodies over the limit are not.
     ///
     /// ```swift
     /// HTTPLoadableError.status(code: 503, headers: [:], bodyPrefix: Data()).isRetryable  // true
     /// HTTPLoadableError.status(code: 404, headers: [:], bodyPrefix: Data()).isRetryable  // false
+    /// HTTPLoadableError.status(code: 409, headers: ["Retry-After": "3"], bodyPrefix: Data()).isRetryable  // true
     /// ```
+    ///
+    /// A `409` with `Retry-After` is the server asking for the same request again later, not a
+    /// conflict of versions: Kinto on PostgreSQL answers parallel writes to one collection so
+    /// ("please retry", `Retry-After: 3`), and so does a server that honours `Idempotency-Key`
+    /// while the first request with the same key is still being processed.
     public var isRetryable: Bool {
         switch self {
-        case .status(let code, _, _): code == 408 || code == 425 || code == 429 || (500...599).contains(code)
+        case .status(let code, let headers, _):
+            switch code {
+            case 408, 425, 429, 500...599: true
+            case 409: Self.header("Retry-After", in: headers) != nil
+            default: false
+            }
         case .transport: true
         case .decoding, .tooLarge: false
         }
+    }
+
+    /// Whether the server refused a write because the resource is not in the state the request
+    /// expected: a `412 Precondition Failed` (see ``isPreconditionFailed``), or a `409 Conflict`
+    /// without `Retry-After`.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await api.send(.put, "records/7", json: edit, precondition: .ifMatch(shownETag))
+    /// } catch let error as HTTPLoadableError where error.isConflict {
+    ///     // Someone else changed it: load the server's version and decide.
+    /// }
+    /// ```
+    ///
+    /// A `409` that carries `Retry-After` is not a conflict but a request to retry later (see
+    /// ``isRetryable``). `false` for every failure other than a status.
+    public var isConflict: Bool {
+        guard case .status(let code, let headers, _) = self else { return false }
+        return code == 412 || (code == 409 && Self.header("Retry-After", in: headers) == nil)
+    }
+
+    /// Whether the server answered `412 Precondition Failed`: the request's precondition
+    /// (``HTTPPrecondition``) did not hold. After ``HTTPPrecondition/ifMatch(_:)``, someone else
+    /// changed the resource; after ``HTTPPrecondition/ifNoneMatchAny``, it exists already.
+    ///
+    /// ```swift
+    /// HTTPLoadableError.status(code: 412, headers: [:], bodyPrefix: Data()).isPreconditionFailed  // true
+    /// ```
+    ///
+    /// `false` for every failure other than a status.
+    public var isPreconditionFailed: Bool {
+        guard case .status(let code, _, _) = self else { return false }
+        return code == 412
     }
 
     /// The server's `Retry-After` for a ``status(code:headers:bodyPrefix:)`` failure; `nil` when

@@ -12,8 +12,10 @@ extension HTTPService {
     /// let comment = try await api.send(.post, "posts/7/comments", json: NewComment(text: "Hi"), as: Comment.self)
     /// ```
     ///
-    /// The body goes with `Content-Type: application/json`. The rules are the service's (see
-    /// ``HTTPService``): one renewal and one retry after a `401`, nothing else retried.
+    /// The body goes with `Content-Type: application/json` (unless `headers` sets another, such as
+    /// `application/merge-patch+json`). The rules are the service's (see ``HTTPService``): one
+    /// renewal and one retry after a `401`, with the same body, key, precondition and headers;
+    /// nothing else retried.
     ///
     /// - Parameters:
     ///   - method: The method.
@@ -23,19 +25,29 @@ extension HTTPService {
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header (the same on the 401 retry), so that
     ///     a server that honours it applies the write once however often it is sent: visible ASCII,
     ///     as a UUID string is (see ``InvalidHeaderError``).
+    ///   - precondition: A condition the server checks before it applies the write (see
+    ///     ``HTTPPrecondition``); when it fails, the send throws a `412`
+    ///     (``HTTPLoadableError/isPreconditionFailed``).
+    ///   - headers: Header fields of this request. They replace the service's ``headers`` of the
+    ///     same name (any case), the service's others still go; `Idempotency-Key` and the
+    ///     precondition's header replace an entry of the same name here, and with an
+    ///     ``authorization`` its `Authorization` header replaces one here.
     /// - Returns: The decoded answer.
     /// - Throws: ``BodyEncodingError`` when the body does not encode, ``InvalidHeaderError`` when
-    ///   a header cannot carry the key (nothing was sent); an ``HTTPLoadableError``; the
-    ///   authorization's errors (`LoadableWaiterError`); `CancellationError` when the calling task
-    ///   is cancelled.
+    ///   a header cannot carry a key, a precondition or a header of `headers` (nothing was sent);
+    ///   an ``HTTPLoadableError``; the authorization's errors (`LoadableWaiterError`);
+    ///   `CancellationError` when the calling task is cancelled.
     public func send<Response: Decodable & Sendable>(
         _ method: HTTPMethod,
         _ path: String,
         json body: some Encodable & Sendable,
         as type: Response.Type,
-        idempotencyKey: String? = nil
+        idempotencyKey: String? = nil,
+        precondition: HTTPPrecondition? = nil,
+        headers: [String: String] = [:]
     ) async throws -> Response {
-        let request = try jsonRequest(method, path, body: body, idempotencyKey: idempotencyKey)
+        let request = try jsonRequest(
+            method, path, body: body, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
         return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
     }
 
@@ -50,16 +62,22 @@ extension HTTPService {
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    ///   - precondition: A condition the server checks first (see ``HTTPPrecondition``).
+    ///   - headers: Header fields of this request, replacing the service's of the same name (see
+    ///     ``send(_:_:json:as:idempotencyKey:precondition:headers:)``).
     /// - Returns: The decoded answer.
-    /// - Throws: ``InvalidHeaderError`` when a header cannot carry the key (nothing was sent); an
+    /// - Throws: ``InvalidHeaderError`` when a header cannot carry a value (nothing was sent); an
     ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
     public func send<Response: Decodable & Sendable>(
         _ method: HTTPMethod,
         _ path: String,
         as type: Response.Type,
-        idempotencyKey: String? = nil
+        idempotencyKey: String? = nil,
+        precondition: HTTPPrecondition? = nil,
+        headers: [String: String] = [:]
     ) async throws -> Response {
-        let request = try request(method, path, idempotencyKey: idempotencyKey)
+        let request = try request(
+            method, path, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
         return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
     }
 
@@ -67,7 +85,7 @@ extension HTTPService {
     /// its body is not read.
     ///
     /// ```swift
-    /// try await api.send(.put, "posts/7", json: Edit(title: "New title"))
+    /// try await api.send(.put, "posts/7", json: Edit(title: "New title"), precondition: .ifMatch(etag))
     /// ```
     ///
     /// - Parameters:
@@ -75,16 +93,22 @@ extension HTTPService {
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - body: The body, encoded with ``encoder`` before anything is sent.
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    ///   - precondition: A condition the server checks first (see ``HTTPPrecondition``).
+    ///   - headers: Header fields of this request, replacing the service's of the same name (see
+    ///     ``send(_:_:json:as:idempotencyKey:precondition:headers:)``).
     /// - Throws: ``BodyEncodingError`` when the body does not encode, ``InvalidHeaderError`` when
-    ///   a header cannot carry the key (nothing was sent); an ``HTTPLoadableError``; the
+    ///   a header cannot carry a value (nothing was sent); an ``HTTPLoadableError``; the
     ///   authorization's errors; `CancellationError`.
     public func send(
         _ method: HTTPMethod,
         _ path: String,
         json body: some Encodable & Sendable,
-        idempotencyKey: String? = nil
+        idempotencyKey: String? = nil,
+        precondition: HTTPPrecondition? = nil,
+        headers: [String: String] = [:]
     ) async throws {
-        let request = try jsonRequest(method, path, body: body, idempotencyKey: idempotencyKey)
+        let request = try jsonRequest(
+            method, path, body: body, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
         try await answer(to: request) { _, _ in }
     }
 
@@ -99,10 +123,98 @@ extension HTTPService {
     ///   - method: The method.
     ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
     ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
-    /// - Throws: ``InvalidHeaderError`` when a header cannot carry the key (nothing was sent); an
+    ///   - precondition: A condition the server checks first (see ``HTTPPrecondition``).
+    ///   - headers: Header fields of this request, replacing the service's of the same name (see
+    ///     ``send(_:_:json:as:idempotencyKey:precondition:headers:)``).
+    /// - Throws: ``InvalidHeaderError`` when a header cannot carry a value (nothing was sent); an
     ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
-    public func send(_ method: HTTPMethod, _ path: String, idempotencyKey: String? = nil) async throws {
-        try await answer(to: try request(method, path, idempotencyKey: idempotencyKey)) { _, _ in }
+    public func send(
+        _ method: HTTPMethod,
+        _ path: String,
+        idempotencyKey: String? = nil,
+        precondition: HTTPPrecondition? = nil,
+        headers: [String: String] = [:]
+    ) async throws {
+        let request = try request(
+            method, path, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
+        try await answer(to: request) { _, _ in }
+    }
+
+    /// Sends `body` as JSON with `method` to `path`, and returns the decoded answer with its
+    /// status, headers and validators: a send for when the new version matters (the next edit's
+    /// `If-Match`, a `201` against a `200`).
+    ///
+    /// ```swift
+    /// let created = try await api.response(
+    ///     to: .put, "records/\(id)", json: draft, as: Record.self, precondition: .ifNoneMatchAny)
+    /// created.status  // 201
+    /// created.etag    // "\"1700000000000\"": the precondition of the next edit
+    /// ```
+    ///
+    /// The rules are those of ``send(_:_:json:as:idempotencyKey:precondition:headers:)``.
+    ///
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
+    ///   - body: The body, encoded with ``encoder`` before anything is sent.
+    ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
+    ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    ///   - precondition: A condition the server checks first (see ``HTTPPrecondition``).
+    ///   - headers: Header fields of this request, replacing the service's of the same name.
+    /// - Returns: The answer: the decoded value, the 2xx status, the headers, `ETag` and
+    ///   `Last-Modified`.
+    /// - Throws: ``BodyEncodingError``, ``InvalidHeaderError`` (nothing was sent); an
+    ///   ``HTTPLoadableError``; the authorization's errors; `CancellationError`.
+    public func response<Value: Decodable & Sendable>(
+        to method: HTTPMethod,
+        _ path: String,
+        json body: some Encodable & Sendable,
+        as type: Value.Type,
+        idempotencyKey: String? = nil,
+        precondition: HTTPPrecondition? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> HTTPResponse<Value> {
+        let request = try jsonRequest(
+            method, path, body: body, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
+        return try await answer(to: request) { [decoder] response, data in
+            HTTPResponse(value: try decoder.decode(Value.self, from: data), response: response)
+        }
+    }
+
+    /// Sends `method` to `path` without a body, and returns the decoded answer with its status,
+    /// headers and validators.
+    ///
+    /// ```swift
+    /// let current = try await api.response(to: .get, "records/7", as: Record.self)
+    /// let etag = current.etag
+    /// ```
+    ///
+    /// The rules are those of ``send(_:_:as:idempotencyKey:precondition:headers:)``.
+    ///
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - path: The path, relative to the base URL's (see ``request(_:_:query:)``).
+    ///   - type: The type of the answer, decoded from a 2xx body with ``decoder``.
+    ///   - idempotencyKey: Sent as the `Idempotency-Key` header, the same on the 401 retry.
+    ///   - precondition: A condition the server checks first (see ``HTTPPrecondition``).
+    ///   - headers: Header fields of this request, replacing the service's of the same name.
+    /// - Returns: The answer: the decoded value, the 2xx status, the headers, `ETag` and
+    ///   `Last-Modified`.
+    /// - Throws: ``InvalidHeaderError`` (nothing was sent); an ``HTTPLoadableError``; the
+    ///   authorization's errors; `CancellationError`.
+    public func response<Value: Decodable & Sendable>(
+        to method: HTTPMethod,
+        _ path: String,
+        as type: Value.Type,
+        idempotencyKey: String? = nil,
+        precondition: HTTPPrecondition? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> HTTPResponse<Value> {
+        let request = try request(
+            method, path, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
+        return try await answer(to: request) { [decoder] response, data in
+            HTTPResponse(value: try decoder.decode(Value.self, from: data), response: response)
+        }
     }
 
     /// Sends a request of any kind (a form, an upload, a request to another host) with the
@@ -135,21 +247,44 @@ extension HTTPService {
         return try await answer(to: request) { response, data in (response, data) }
     }
 
-    /// The request of a send without a body.
+    /// What a send adds to its request beyond the method, path and body.
+    private struct Extras {
+        var idempotencyKey: String?
+        var precondition: HTTPPrecondition?
+        var headers: [String: String]
+    }
+
+    /// The request of a send without a body: the service's headers, then the send's own, the key
+    /// and the precondition, each replacing a field of the same name.
     ///
-    /// - Throws: ``InvalidHeaderError`` for an idempotency key that a header cannot carry.
-    private func request(_ method: HTTPMethod, _ path: String, idempotencyKey: String?) throws -> URLRequest {
+    /// - Throws: ``InvalidHeaderError`` for a header that a request cannot carry.
+    private func request(_ method: HTTPMethod, _ path: String, _ extras: Extras) throws -> URLRequest {
         var request = request(method, path)
-        if let idempotencyKey {
-            try InvalidHeaderError.check(idempotencyKey, of: "Idempotency-Key")
-            request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
-        }
+        try add(extras, to: &request)
         return request
     }
 
-    /// The request of a send with a JSON body.
+    /// Adds the send's own headers, key and precondition to `request`, in that order.
+    private func add(_ extras: Extras, to request: inout URLRequest) throws {
+        for (name, value) in extras.headers {
+            try InvalidHeaderError.checkName(name)
+            try InvalidHeaderError.check(value, of: name)
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        if let idempotencyKey = extras.idempotencyKey {
+            try InvalidHeaderError.check(idempotencyKey, of: "Idempotency-Key")
+            request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        }
+        if let precondition = extras.precondition {
+            try InvalidHeaderError.check(precondition.headerValue, of: precondition.headerName)
+            request.setValue(precondition.headerValue, forHTTPHeaderField: precondition.headerName)
+        }
+    }
+
+    /// The request of a send with a JSON body: `Content-Type: application/json` unless the send's
+    /// own headers set another.
     private func jsonRequest<Body: Encodable>(
-        _ method: HTTPMethod, _ path: String, body: Body, idempotencyKey: String?
+        _ method: HTTPMethod, _ path: String, body: Body, _ extras: Extras
     ) throws -> URLRequest {
         let data: Data
         do {
@@ -157,8 +292,9 @@ extension HTTPService {
         } catch {
             throw BodyEncodingError(typeName: String(describing: Body.self), error: error)
         }
-        var request = try request(method, path, idempotencyKey: idempotencyKey)
+        var request = request(method, path)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        try add(extras, to: &request)
         request.httpBody = data
         return request
     }
@@ -303,6 +439,26 @@ extension HTTPService {
             if isBlank(value.unicodeScalars.first) || isBlank(value.unicodeScalars.last) {
                 throw refuse("it starts or ends with a space or a tab")
             }
+        }
+
+        /// Throws when `name` is not a field name a request can carry.
+        static func checkName(_ name: String) throws {
+            guard isToken(name) else {
+                throw InvalidHeaderError(
+                    name: name, value: "", reason: "its name is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)")
+            }
+        }
+
+        /// Whether `text` is an HTTP token (RFC 9110): not empty, letters, digits and
+        /// ``!#$%&'*+-.^_`|~`` only, as a field name or an authorization scheme is.
+        static func isToken(_ text: String) -> Bool {
+            !text.isEmpty
+                && text.unicodeScalars.allSatisfy { scalar in
+                    switch scalar {
+                    case "a"..."z", "A"..."Z", "0"..."9": true
+                    default: "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar)
+                    }
+                }
         }
 
         /// `HTTPService: the <name> header cannot carry its value: <reason>; nothing was sent`
