@@ -47,7 +47,8 @@ extension HTTPService {
         headers: [String: String] = [:]
     ) async throws -> Response {
         let request = try jsonRequest(
-            method, path, body: body, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
+            method, path, body: body,
+            .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
         return try await answer(to: request) { [decoder] _, data in try decoder.decode(Response.self, from: data) }
     }
 
@@ -108,7 +109,8 @@ extension HTTPService {
         headers: [String: String] = [:]
     ) async throws {
         let request = try jsonRequest(
-            method, path, body: body, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
+            method, path, body: body,
+            .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
         try await answer(to: request) { _, _ in }
     }
 
@@ -175,7 +177,8 @@ extension HTTPService {
         headers: [String: String] = [:]
     ) async throws -> HTTPResponse<Value> {
         let request = try jsonRequest(
-            method, path, body: body, .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
+            method, path, body: body,
+            .init(idempotencyKey: idempotencyKey, precondition: precondition, headers: headers))
         return try await answer(to: request) { [decoder] response, data in
             HTTPResponse(value: try decoder.decode(Value.self, from: data), response: response)
         }
@@ -445,7 +448,8 @@ extension HTTPService {
         static func checkName(_ name: String) throws {
             guard isToken(name) else {
                 throw InvalidHeaderError(
-                    name: name, value: "", reason: "its name is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)")
+                    name: name, value: "", reason: "its name is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)"
+                )
             }
         }
 
