@@ -73,8 +73,12 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
     /// `nil` before a sync, and after a write of the app's own to the contents (`setContents`,
     /// `updateContents`, a committed `mutate` without `reconcile`, an outbox change joining):
     /// the server never had those contents. A 2xx replaces it (with `nil` when the answer has no
-    /// `ETag`), a `304` keeps it (or takes the new one it sends), and persisted contents bring
-    /// theirs back when they are restored. Observable: it changes with the contents or the state,
+    /// `ETag`), a `304` keeps it (or takes the new one it sends), persisted contents bring theirs
+    /// back when they are restored, and a write's answer brings its own
+    /// (`setContents(_:)` of an `HTTPResponse`). A commit reconciled with the server's answer
+    /// (`mutate(optimistic:commit:reconcile:)`) keeps it: that answer's validators are not known
+    /// here, so after a write of this resource, prefer `setContents(_:)` of its `HTTPResponse` for the next
+    /// `If-Match`. Observable: it changes with the contents or the state,
     /// in the same notification.
     public var etag: String? {
         core.trackAccess()
@@ -89,6 +93,34 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
     public var lastModified: String? {
         core.trackAccess()
         return loader.validators.lastModified
+    }
+
+    /// Shows the server's answer to a write of this resource, with its validators: the contents
+    /// become `response.value`, and ``etag`` and ``lastModified`` the answer's, so that the next
+    /// conditional write (``HTTPPrecondition/ifMatch(_:)``) is based on the version the server
+    /// has now, and the next sync may be answered with a `304`.
+    ///
+    /// ```swift
+    /// let saved = try await api.response(
+    ///     to: .put, "notes/n1", json: edited, as: Note.self, precondition: .ifMatch(note.etag!))
+    /// note.setContents(saved)
+    /// ```
+    ///
+    /// Otherwise as ``PushLoadable/setContents(_:)``: the state, the error and a running sync are
+    /// left alone, the age restarts, one notification; persisted contents are saved with these
+    /// validators. Use it only for an answer that is the resource this loadable reads (a `PUT` or
+    /// `PATCH` of its URL answered with the whole resource): validators of another resource
+    /// would have the next sync answered with a wrong `304`.
+    ///
+    /// - Parameter response: The answer of ``HTTPService/response(to:_:json:as:idempotencyKey:precondition:headers:)``
+    ///   or ``HTTPService/response(to:_:as:idempotencyKey:precondition:headers:)``.
+    public final func setContents(_ response: HTTPResponse<Contents>) {
+        var validators = Validators()
+        validators.entityTag = response.etag
+        validators.lastModified = response.lastModified
+        loader.adoptedValidators = validators
+        defer { loader.adoptedValidators = nil }
+        setContents(response.value)
     }
 
     /// Runs the syncs; it holds the loadable weakly, so that releasing the loadable cancels its
@@ -154,6 +186,9 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     /// The validators of the contents: from the last 2xx (or 304) whose result was kept, until
     /// the base contents change by a write of the app's own.
     var validators = Validators()
+    /// The validators of a write's answer that the app is setting as the contents
+    /// (`HTTPLoadable.setContents(_:)` of an `HTTPResponse`): taken instead of dropped.
+    var adoptedValidators: Validators?
     /// Counts the writes of the app's own to the base contents: a 304 to a request sent before
     /// one confirms contents the write has changed since, so its validators are not kept.
     private var localWrites = 0
@@ -229,13 +264,13 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
 extension HTTPRequestLoader: LoadableCoreSubscriber {
     /// A change of the base contents by the app (not by a sync, not reconciled with the server's
     /// answer) drops the validators: the server may not have those contents, and a `304` must
-    /// never confirm them.
+    /// never confirm them. A write's answer set with its validators brings those instead.
     var coreEvents: LoadableCoreEvent.Kinds { .baseContentsChanged }
 
     func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
         guard event == .baseContentsChanged(origin: .local) else { return }
         localWrites &+= 1
-        validators = Validators()
+        validators = adoptedValidators ?? Validators()
     }
 }
 

@@ -101,6 +101,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         try await list.synced(forceSync: true)
         await persistence.flush()
         #expect(try await cache.load(key: "list")?.metadata == ["ETag": #""v1""#])
+        #expect(list.etag == #""v1""#)
 
         let outbox = LoadableOutbox<TitleEdit>(cache: InMemoryLoadableCache(), clock: ManualClock()) { _, _ in }
         outbox.show(on: list) { list, edit in
@@ -120,6 +121,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
             await settle { outbox.items.isEmpty }
         }
         #expect(list.contents?.title == "local")
+        #expect(list.etag == nil, "the server never had the contents shown")
         await persistence.flush()
         let saved = try #require(try await cache.load(key: "list"))
         #expect(saved.metadata == [:], "the saved entry keeps no validator of contents the server may not have")
@@ -128,6 +130,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         try await list.synced(forceSync: true)
         #expect(server.requests.last?.header("If-None-Match") == nil)
         #expect(list.contents?.title == "milk", "the server's contents, not a 304 confirming the local write")
+        #expect(list.etag == #""v1""#)
         await persistence.flush()
         #expect(try await cache.load(key: "list")?.metadata == ["ETag": #""v1""#])
         server.stop()
@@ -151,6 +154,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
             }
         }
         #expect(list.contents?.title == "milk")
+        #expect(list.etag == #""v1""#)
         try await list.synced(forceSync: true)
         #expect(server.requests.map { $0.header("If-None-Match") } == [nil, #""v1""#])
         server.stop()
@@ -170,9 +174,11 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         await transport.waitForRequests(2)
         #expect(transport.requests[1].value(forHTTPHeaderField: "If-None-Match") == #""v1""#)
         list.setContents(TaskList(title: "local"))
+        #expect(list.etag == nil)
         transport.answer(1, status: 304, headers: ["ETag": #""v1""#])
         try await list.doneSyncing()
         #expect(list.loadableState == .didSyncSuccessfully)
+        #expect(list.etag == nil, "the 304 confirmed contents the local write has replaced")
 
         list.sync()
         await transport.waitForRequests(3)

@@ -17,6 +17,7 @@ struct GuideSamplesTests {
         "Docs/HTTP.md": [
             "Tests/LoadableHTTPTests/HTTPGuideTests.swift", "Tests/LoadableHTTPTests/HTTPAuthorizationTests.swift",
             "Tests/LoadableHTTPTests/HTTPWritesGuideTests.swift",
+            "Tests/LoadableHTTPTests/ConditionalWritesGuideTests.swift",
         ],
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",
