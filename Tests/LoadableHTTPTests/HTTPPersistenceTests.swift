@@ -94,6 +94,8 @@ final class SentBodyBytes: Sendable {
         let second = feed(server)
         await second.persist(in: cache, key: "feed").restored()
         #expect(second.contents?.items.count == 50)
+        #expect(second.etag == #""v1""#, "restored with the contents")
+        #expect(second.lastModified == "Tue, 24 Nov 2026 10:00:00 GMT")
         second.sync()
         try await second.doneSyncing()
         #expect(second.loadableState == .didSyncSuccessfully)
