@@ -46,9 +46,10 @@ public import LoadableSyncer
 /// service or a new loadable: the next request
 /// carries it, and a request refused with the old one is sent again with it.
 ///
-/// Credentials with characters a header cannot carry (control characters, line breaks,
-/// characters outside visible ASCII in a token, a `:` in a Basic user name) are never sent: the
-/// sync fails with ``HTTPLoadableError/transport(_:)`` (`URLError.userAuthenticationRequired`).
+/// Credentials a header cannot carry whole (an empty token or one with a space at either end,
+/// control characters, line breaks, characters outside ASCII in a token, a `:` in a Basic user
+/// name) are never sent: the sync fails with ``HTTPLoadableError/transport(_:)``
+/// (`URLError.userAuthenticationRequired`).
 ///
 /// A `Sendable` value: share one between many loadables. Its work runs on the main actor.
 public struct HTTPAuthorization: Sendable {

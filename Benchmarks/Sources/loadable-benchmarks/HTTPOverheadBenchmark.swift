@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableHTTP
+import LoadableSyncer
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -126,6 +127,61 @@ private func measureHTTPOverhead(_ settings: Settings, into report: inout Report
                 addedMedian, runs, added.first!, added.last!, allocationsMedian, addedAllocations.first!,
                 addedAllocations.last!),
             holds: addedMedian <= 20 && allocationsMedian <= 15))
+
+    if !settings.runsOnMainQueueOnly {
+        await measureAuthorizationAllocations(
+            request: request, transport: transport, count: count, runs: runs, into: &report)
+    }
+}
+
+/// The allocations an authorization adds to a sync: the same GETs of a loadable without
+/// authorization, with a bearer token, with Basic credentials and with a custom scheme, each
+/// credentials loadable synced before, so that every request takes the credentials at once.
+@MainActor
+private func measureAuthorizationAllocations(
+    request: URLRequest, transport: CannedTransport, count: Int, runs: Int, into report: inout Report
+) async {
+    let token = AsyncLoadable<String> { "eyJhbGciOiJIUzI1NiJ9.c2Vzc2lvbi0xMjM0NTY3ODkw.c2lnbmF0dXJl" }
+    let credentials = AsyncLoadable<HTTPBasicCredentials> {
+        HTTPBasicCredentials(user: "ana", password: "correct horse battery staple")
+    }
+    do {
+        try await token.synced()
+        try await credentials.synced()
+    } catch {
+        failOverhead("the credentials did not load: \(error)")
+    }
+    let tokenWaiter = LoadableWaiter(token, timeout: .seconds(30))
+    let sides: [(String, HTTPAuthorization?)] = [
+        ("none", nil),
+        ("bearer", .bearer(tokenWaiter)),
+        ("basic", .basic(LoadableWaiter(credentials, timeout: .seconds(30)))),
+        ("scheme", .scheme("Token", tokenWaiter) { $0 }),
+    ]
+    var allocations: [String: Double] = [:]
+    for (name, authorization) in sides {
+        let loadable = HTTPLoadable<HTTPPayload>(request: request, transport: transport, authorization: authorization)
+        _ = await timedSyncs(of: loadable, count / 10, fail: failOverhead)
+        var samples: [Double] = []
+        for _ in 0..<runs {
+            samples.append(await timedSyncs(of: loadable, count, fail: failOverhead).allocations(per: count))
+        }
+        allocations[name] = samples.sorted()[samples.count / 2]
+        report.add(
+            Row(
+                scenario: "http-overhead: HTTPLoadable 200 + decode, authorization \(name), median allocations",
+                value: allocations[name]!, unit: "allocs/req"))
+    }
+    let (none, bearer) = (allocations["none"]!, allocations["bearer"]!)
+    let (basic, scheme) = (allocations["basic"]!, allocations["scheme"]!)
+    report.add(
+        Goal(
+            name: "http-overhead: allocations Basic and a custom scheme add per request over the bearer path",
+            target: "<= 0 (0.25 allowed for the allocations of other threads)",
+            measured: String(
+                format: "basic %+.2f, scheme %+.2f (per GET: none %.2f, bearer %.2f, basic %.2f, scheme %.2f)",
+                basic - bearer, scheme - bearer, none, bearer, basic, scheme),
+            holds: basic - bearer <= 0.25 && scheme - bearer <= 0.25))
 }
 
 /// A transport that answers every request at once with a canned 200 and ``HTTPPayload/body``; its

@@ -37,7 +37,8 @@ func runHTTPSend(_ settings: Settings, into report: inout Report) async {
             guard request.method == "POST", request.path == "/echo", request.body.count == body.count else {
                 return .status(400)
             }
-            return .status(200, headers: [.init("Content-Type", "application/json")], body: body)
+            return .status(
+                200, headers: [.init("Content-Type", "application/json"), .init("ETag", #""v2""#)], body: body)
         }
     } catch {
         failSend("cannot start the loopback server: \(error)")
@@ -95,6 +96,40 @@ func runHTTPSend(_ settings: Settings, into report: inout Report) async {
         return stopwatch.stop()
     }
 
+    /// By hand with `If-Match`, reading the answer's `ETag`: what a conditional write needs.
+    func byHandConditional(_ requests: Int) async -> Sample {
+        let (encoder, decoder) = (JSONEncoder(), JSONDecoder())
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                var request = try handRequest(encoder)
+                request.setValue(#""v1""#, forHTTPHeaderField: "If-Match")
+                let (response, data) = try await session.send(request, maxBodySize: 10 << 20)
+                guard (200...299).contains(response.statusCode) else { failSend("by hand: \(response.statusCode)") }
+                blackHole(try decoder.decode(HTTPPayload.self, from: data))
+                blackHole(response.value(forHTTPHeaderField: "ETag"))
+            } catch {
+                failSend("by hand, conditional: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+
+    func serviceResponse(_ requests: Int) async -> Sample {
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                let response = try await service.response(
+                    to: .post, "echo", json: payload, as: HTTPPayload.self, precondition: .ifMatch(#""v1""#))
+                blackHole(response.etag)
+                blackHole(response.value)
+            } catch {
+                failSend("service response: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+
     func throughService(_ requests: Int) async -> Sample {
         let stopwatch = Stopwatch.start()
         for _ in 0..<requests {
@@ -111,10 +146,14 @@ func runHTTPSend(_ settings: Settings, into report: inout Report) async {
     _ = await byHand(warmUp)
     _ = await throughService(warmUp)
     _ = await dataForRequest(warmUp)
+    _ = await byHandConditional(warmUp)
+    _ = await serviceResponse(warmUp)
 
     let rounds = await interleavedRounds(
-        runs: runs, count: count, chunk: chunk, sides: [byHand, throughService, dataForRequest])
+        runs: runs, count: count, chunk: chunk,
+        sides: [byHand, throughService, dataForRequest, byHandConditional, serviceResponse])
     let (hand, serviceSamples, dataFor) = (rounds[0], rounds[1], rounds[2])
+    let (handConditional, responses) = (rounds[3], rounds[4])
 
     func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
     func medianAllocations(_ samples: [Sample]) -> Double {
@@ -155,6 +194,31 @@ func runHTTPSend(_ settings: Settings, into report: inout Report) async {
                 roundRatios[roundRatios.count / 2], runs, roundRatios.first!, roundRatios.last!, serviceMedian,
                 handMedian, serviceBest, handBest),
             holds: roundRatios[roundRatios.count / 2] <= 1.05))
+    for (kind, pick) in [("best", fastest), ("median", median)] as [(String, ([Sample]) -> Sample)] {
+        let handSample = pick(handConditional)
+        report.add(
+            Row(
+                scenario: "http-send: by hand with If-Match, reading the ETag, \(kind)", value: microseconds(handSample),
+                unit: "µs/req", allocationsPerOperation: handSample.allocations(per: count)))
+        report.add(
+            Row(
+                scenario: "http-send: HTTPService.response(to:) with .ifMatch, \(kind)",
+                value: microseconds(pick(responses)), unit: "µs/req",
+                allocationsPerOperation: pick(responses).allocations(per: count),
+                baseline: "by hand with If-Match, \(kind)", baselineValue: microseconds(handSample),
+                ratio: microseconds(pick(responses)) / microseconds(handSample)))
+    }
+    let conditionalRatios = zip(responses, handConditional).map { $0.duration / $1.duration }.sorted()
+    report.add(
+        Goal(
+            name: "http-send: \(what) with If-Match through HTTPService.response(to:) vs by hand with the ETag read",
+            target: "<= 1.05x (median of the rounds' ratios)",
+            measured: String(
+                format: "%.2fx median of %d rounds (%.2f–%.2fx); medians %.1f µs vs %.1f µs per request",
+                conditionalRatios[conditionalRatios.count / 2], runs, conditionalRatios.first!,
+                conditionalRatios.last!, microseconds(median(responses)), microseconds(median(handConditional))),
+            holds: conditionalRatios[conditionalRatios.count / 2] <= 1.05))
+
     let added = medianAllocations(serviceSamples) - medianAllocations(hand)
     report.add(
         Goal(
