@@ -56,6 +56,8 @@ public struct HTTPResponse<Value: Sendable>: Sendable {
 extension HTTPURLResponse {
     /// The header fields as strings, names as the transport gave them.
     var headerFields: [String: String] {
+        // Every transport's fields are strings: one cast, not a description of each.
+        if let fields = allHeaderFields as? [String: String] { return fields }
         var headers: [String: String] = [:]
         for (name, value) in allHeaderFields {
             headers[String(describing: name)] = String(describing: value)

@@ -212,7 +212,11 @@ public struct HTTPService: Sendable {
         let relative = Self.resolvingDotSegments(path)
         if !relative.isEmpty {
             text += "/"
-            text += relative.addingPercentEncoding(withAllowedCharacters: Self.pathAllowed) ?? ""
+            // Most paths are letters, digits and `-._~/`, which need no encoding: the encoder is
+            // the dearest part of a request's URL.
+            text +=
+                Self.needsNoEncoding(relative)
+                ? relative : relative.addingPercentEncoding(withAllowedCharacters: Self.pathAllowed) ?? ""
         }
         var separator = "?"
         if let baseQuery {
@@ -239,6 +243,8 @@ public struct HTTPService: Sendable {
     /// climbing above its root (a `..` there is dropped); its other segments, empty ones included,
     /// and a trailing `/` stay as they are.
     private static func resolvingDotSegments(_ path: String) -> String {
+        // Without a `.`, there is no segment to resolve.
+        if !path.utf8.contains(UInt8(ascii: ".")) { return String(path.drop(while: { $0 == "/" })) }
         var segments: [Substring] = []
         for segment in path.drop(while: { $0 == "/" }).split(separator: "/", omittingEmptySubsequences: false) {
             switch segment {
@@ -248,6 +254,20 @@ public struct HTTPService: Sendable {
             }
         }
         return segments.joined(separator: "/")
+    }
+
+    /// Whether `path` has only ASCII letters, digits and `-._~/`, which every path carries
+    /// unencoded.
+    private static func needsNoEncoding(_ path: String) -> Bool {
+        path.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: "/"):
+                true
+            default: false
+            }
+        }
     }
 
     /// What a path may carry unencoded.

@@ -132,6 +132,81 @@ private func measureHTTPOverhead(_ settings: Settings, into report: inout Report
         await measureAuthorizationAllocations(
             request: request, transport: transport, count: count, runs: runs, into: &report)
     }
+    await measureSendOverhead(
+        transport: transport, count: count, runs: runs, inOnePiece: settings.runsOnMainQueueOnly, into: &report)
+}
+
+/// What `HTTPService.response(to:)` with a precondition adds over the same transport call made by
+/// hand (the request with `If-Match`, `JSONEncoder`, status check, `JSONDecoder`, the `ETag` read),
+/// answered at once in the process: the service's own time per write, which the `http-send`
+/// scenario's ratio holds among the socket's. Under `--profile`, each side runs in one piece, after
+/// the parts of the GETs (see Performance.md for the recipe).
+@MainActor
+private func measureSendOverhead(
+    transport: CannedTransport, count: Int, runs: Int, inOnePiece: Bool, into report: inout Report
+) async {
+    let url = URL(string: "http://127.0.0.1/full-no-etag")!
+    let service = HTTPService(baseURL: URL(string: "http://127.0.0.1/")!, transport: transport)
+    let payload: HTTPPayload
+    do {
+        payload = try JSONDecoder().decode(HTTPPayload.self, from: HTTPPayload.body)
+    } catch {
+        failOverhead("cannot decode the payload: \(error)")
+    }
+    func byHand(_ requests: Int) async -> Sample {
+        let (encoder, decoder) = (JSONEncoder(), JSONDecoder())
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                var request = URLRequest(url: url)
+                request.httpMethod = "PUT"
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.setValue(#""v1""#, forHTTPHeaderField: "If-Match")
+                request.httpBody = try encoder.encode(payload)
+                let (response, data) = try await transport.send(request, maxBodySize: 10 << 20)
+                guard (200...299).contains(response.statusCode) else { failOverhead("by hand: \(response.statusCode)") }
+                blackHole(try decoder.decode(HTTPPayload.self, from: data))
+                blackHole(response.value(forHTTPHeaderField: "ETag"))
+            } catch {
+                failOverhead("by hand: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+    func throughService(_ requests: Int) async -> Sample {
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                let response = try await service.response(
+                    to: .put, "full-no-etag", json: payload, as: HTTPPayload.self, precondition: .ifMatch(#""v1""#))
+                blackHole(response.etag)
+                blackHole(response.value)
+            } catch {
+                failOverhead("service: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+    let sends = max(count / 4, 10)
+    _ = await byHand(sends / 10)
+    _ = await throughService(sends / 10)
+    let rounds = await interleavedRounds(
+        runs: runs, count: sends, chunk: inOnePiece ? sends : max(sends / 10, 1), sides: [byHand, throughService])
+    func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: sends) / 1e3 }
+    let added = zip(rounds[1], rounds[0]).map { microseconds($0) - microseconds($1) }.sorted()
+    let addedAllocations = zip(rounds[1], rounds[0])
+        .map { $0.allocations(per: sends) - $1.allocations(per: sends) }.sorted()
+    report.add(
+        Row(
+            scenario: "http-overhead: HTTPService.response(to:) with .ifMatch, median",
+            value: microseconds(median(rounds[1])),
+            unit: "µs/req", allocationsPerOperation: median(rounds[1]).allocations(per: sends),
+            baseline: "the transport by hand, median", baselineValue: microseconds(median(rounds[0])),
+            ratio: microseconds(median(rounds[1])) / microseconds(median(rounds[0]))))
+    report.add(
+        Row(
+            scenario: "http-overhead: what response(to:) adds per write (median of the rounds)",
+            value: added[added.count / 2], unit: "µs/req", allocationsPerOperation: addedAllocations[added.count / 2]))
 }
 
 /// The allocations an authorization adds to a sync: the same GETs of a loadable without

@@ -198,7 +198,8 @@ func runHTTPSend(_ settings: Settings, into report: inout Report) async {
         let handSample = pick(handConditional)
         report.add(
             Row(
-                scenario: "http-send: by hand with If-Match, reading the ETag, \(kind)", value: microseconds(handSample),
+                scenario: "http-send: by hand with If-Match, reading the ETag, \(kind)",
+                value: microseconds(handSample),
                 unit: "µs/req", allocationsPerOperation: handSample.allocations(per: count)))
         report.add(
             Row(
