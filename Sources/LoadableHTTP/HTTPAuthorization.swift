@@ -148,7 +148,8 @@ public struct HTTPAuthorization: Sendable {
     ///
     /// - Parameters:
     ///   - scheme: The scheme's name, as in `"Token"` or `"ApiKey"`: a non-empty HTTP token
-    ///     (letters, digits and ``!#$%&'*+-.^_`|~``); anything else stops the program with a message.
+    ///     (letters, digits, `!#$%&'*+-.^_|~` and the backtick); anything else stops the program with a
+    ///     message.
     ///   - waiter: Waits for the credentials loadable; its condition and timeout apply to every
     ///     request.
     ///   - credential: What follows the scheme, read from the loadable's contents.

@@ -454,7 +454,7 @@ extension HTTPService {
         }
 
         /// Whether `text` is an HTTP token (RFC 9110): not empty, letters, digits and
-        /// ``!#$%&'*+-.^_`|~`` only, as a field name or an authorization scheme is.
+        /// `!#$%&'*+-.^_|~` and the backtick only, as a field name or an authorization scheme is.
         static func isToken(_ text: String) -> Bool {
             !text.isEmpty
                 && text.unicodeScalars.allSatisfy { scalar in
