@@ -2,7 +2,8 @@ import Foundation
 import Loadable
 
 // The reference model that `HTTPLoadableModelTests`' authorized sequences run against, written
-// from the documentation of `HTTPAuthorization` and `HTTPService` alone.
+// from the documentation of `HTTPAuthorization` and `HTTPService` alone. Its rules are the same
+// for every scheme (bearer, Basic, a custom one); only the header a token goes in differs.
 extension HTTPLoadableModelTests {
     struct AuthorizedModel {
         /// Who sends API requests: a loadable's sync, or a send.
@@ -45,12 +46,14 @@ extension HTTPLoadableModelTests {
             /// The token number in its `Authorization`, if any.
             let token: Int?
             let attempt: Int
+            /// Its `Authorization` header: token `N`'s in the scheme of the sequence.
+            let authorization: String?
             var isOpen = true
 
             var path: String { client?.path ?? "/token" }
             /// What the test compares with the requests the transport saw.
             var signature: String {
-                "\(path) \(token.map { "Bearer t\($0)" } ?? "-") \(client?.idempotencyKey ?? "-")"
+                "\(path) \(authorization ?? "-") \(client?.idempotencyKey ?? "-")"
             }
         }
 
@@ -59,6 +62,9 @@ extension HTTPLoadableModelTests {
             case startSend(Int), cancelSend(Int), answer(request: Int, status: Int, body: String)
         }
 
+        /// The scheme the credentials go in: token `N` is `tN` (a token, or the password of user
+        /// `u`), sent with the scheme's `Authorization` header.
+        let scheme: CredentialScheme
         /// The token the token loadable holds, by number (`t1` is 1).
         var token: Int?
         /// Whether the token loadable was invalidated after a 401 and not synced since.
@@ -76,6 +82,10 @@ extension HTTPLoadableModelTests {
 
         /// The state and error kind of each loadable.
         var loadables: [(state: LoadableState, error: String?)] = Array(repeating: (.idle, nil), count: 2)
+
+        init(scheme: CredentialScheme) {
+            self.scheme = scheme
+        }
 
         var openRequests: [Int] { requests.indices.filter { requests[$0].isOpen } }
         var activeSends: [Int] {
@@ -123,7 +133,7 @@ extension HTTPLoadableModelTests {
                     issued += 1
                     (token, isStale, isRefreshing) = (issued, false, false)
                     tokenArrived()
-                    return .answer(request: request, status: 200, body: "\"t\(issued)\"")
+                    return .answer(request: request, status: 200, body: scheme.endpointBody("t\(issued)"))
                 }
                 let sent = requests[request]
                 guard let used = sent.token, used <= revokedThrough else {
@@ -166,7 +176,7 @@ extension HTTPLoadableModelTests {
         private mutating func refresh() {
             if token != nil { isStale = true }
             isRefreshing = true
-            requests.append(Request(client: nil, token: nil, attempt: 1))
+            requests.append(Request(client: nil, token: nil, attempt: 1, authorization: nil))
         }
 
         private mutating func tokenArrived() {
@@ -180,7 +190,10 @@ extension HTTPLoadableModelTests {
         }
 
         private mutating func sendRequest(_ client: Client, attempt: Int) {
-            requests.append(Request(client: client, token: token, attempt: attempt))
+            requests.append(
+                Request(
+                    client: client, token: token, attempt: attempt,
+                    authorization: token.map { scheme.header("t\($0)") }))
             phases[client] = .requesting(requests.count - 1)
         }
 

@@ -22,6 +22,10 @@ import Testing
 /// `CancellationError` and its request is cancelled. After every step the requests sent (path,
 /// token, `Idempotency-Key`; the token endpoint's too, so every refresh counts), the outcome of
 /// every send and the state and error of every loadable must match.
+///
+/// The sequences run in each scheme (``CredentialScheme``): bearer tokens, Basic credentials
+/// (`{"user":"u","password":"tN"}` from the token endpoint) and a custom scheme (`Token tN`), each
+/// request matched by its scheme's header for token `N`: the rules are the same for all three.
 extension HTTPLoadableModelTests {
     enum AuthorizedOperation: Equatable, CustomStringConvertible {
         /// `sync()` of loadable `index`.
@@ -55,14 +59,13 @@ extension HTTPLoadableModelTests {
     }
 
     static func authorizedMismatch(
-        in operations: [AuthorizedOperation], reached: inout Set<String>
+        in operations: [AuthorizedOperation], scheme: CredentialScheme, reached: inout Set<String>
     ) async -> String? {
         let transport = ScriptedTransport()
         let clock = ManualClock()
-        let token = HTTPLoadable<String>(request: URLRequest(url: tokenURL), transport: transport, clock: clock)
-        let waiter = LoadableWaiter(token, timeout: .seconds(30), clock: clock)
         let service = HTTPService(
-            baseURL: URL(string: "http://example.test/v1")!, transport: transport, authorization: .bearer(waiter))
+            baseURL: URL(string: "http://example.test/v1")!, transport: transport,
+            authorization: scheme.authorization(endpoint: tokenURL, transport: transport, clock: clock))
         let loadables = (0..<2).map { service.loadable(Int.self, "feed/\($0)", clock: clock) }
         var sends: [Task<Void, Never>] = []
         var outcomes: [String?] = []
@@ -73,7 +76,7 @@ extension HTTPLoadableModelTests {
             transport.requests.indices.first { index in
                 let sent = transport.requests[index]
                 return !answered.contains(index) && sent.url?.path == request.path
-                    && sent.value(forHTTPHeaderField: "Authorization") == request.token.map { "Bearer t\($0)" }
+                    && sent.value(forHTTPHeaderField: "Authorization") == request.authorization
             }
         }
         func observed() -> [String] {
@@ -93,7 +96,7 @@ extension HTTPLoadableModelTests {
             ]
         }
 
-        var model = AuthorizedModel()
+        var model = AuthorizedModel(scheme: scheme)
         defer {
             reached.formUnion(model.reached)
             for task in sends { task.cancel() }
@@ -155,14 +158,18 @@ extension HTTPLoadableModelTests {
         }
     }
 
-    @Test("random sequences of syncs and sends sharing a token, with revocations, cancels and answers, match the model")
-    func randomAuthorizedSequences() async {
+    @Test(
+        "random sequences of syncs and sends sharing credentials, with revocations, cancels and answers, match the model",
+        arguments: CredentialScheme.allCases)
+    func randomAuthorizedSequences(scheme: CredentialScheme) async {
         var reached: Set<String> = []
-        let passed = await checkRandomSequences(count: 200, baseSeed: 0x4E7A_7000) { seed in
+        // Other sequences for each scheme; the bearer's are those the test ran before schemes.
+        let seedOffset = UInt64(CredentialScheme.allCases.firstIndex(of: scheme) ?? 0) * 1_000
+        let passed = await checkRandomSequences(count: 200, baseSeed: 0x4E7A_7000 + seedOffset) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
             return (0..<(Int(random.next() % 30) + 1)).map { _ in Self.randomAuthorizedOperation(&random) }
         } mismatch: {
-            await Self.authorizedMismatch(in: $0, reached: &reached)
+            await Self.authorizedMismatch(in: $0, scheme: scheme, reached: &reached)
         }
         guard passed else { return }
         let rules: Set = [
