@@ -34,8 +34,9 @@ extension HTTPLoadableModelTests {
             case waitingForToken
             /// Its request is out.
             case requesting(Int)
-            /// After a 401, waits for the refresh to end to send its retry.
-            case waitingForRefresh
+            /// After a 401 for token `rejected`, waits for the refresh to end to send its retry;
+            /// in round 2 after a refresh that gave the rejected token back, for one more.
+            case waitingForRefresh(rejected: Int, round: Int)
             /// Ended: `"ok"`, `"status 401"`, `"cancelled"`.
             case ended(String)
         }
@@ -124,16 +125,23 @@ extension HTTPLoadableModelTests {
                 return .cancelSend(id)
             case .revoke:
                 revokedThrough = issued
-            case .answer(let index):
+            case .answer(let index), .answerWithTheSameToken(let index):
                 let open = openRequests
                 guard !open.isEmpty else { return nil }
                 let request = open[index % open.count]
                 requests[request].isOpen = false
                 guard let client = requests[request].client else {
-                    issued += 1
-                    (token, isStale, isRefreshing) = (issued, false, false)
+                    if case .answerWithTheSameToken = operation, token != nil {
+                        // The token endpoint hands back the token held (which a 401 may have
+                        // rejected): fresh again, the same.
+                        (isStale, isRefreshing) = (false, false)
+                    } else {
+                        issued += 1
+                        (token, isStale, isRefreshing) = (issued, false, false)
+                    }
+                    let body = scheme.endpointBody("t\(token ?? 0)")
                     tokenArrived()
-                    return .answer(request: request, status: 200, body: scheme.endpointBody("t\(issued)"))
+                    return .answer(request: request, status: 200, body: body)
                 }
                 let sent = requests[request]
                 guard let used = sent.token, used <= revokedThrough else {
@@ -147,7 +155,7 @@ extension HTTPLoadableModelTests {
                     // The rejected token is still the one held (or a refresh runs): one refresh,
                     // unless one runs already, and the retry waits for its end.
                     if token == used, !isRefreshing { refresh() } else { reached.insert("a 401 during a refresh") }
-                    phases[client] = .waitingForRefresh
+                    phases[client] = .waitingForRefresh(rejected: used, round: 1)
                 } else {
                     reached.insert("a 401 for an older token")
                     sendRequest(client, attempt: 2)
@@ -179,12 +187,26 @@ extension HTTPLoadableModelTests {
             requests.append(Request(client: nil, token: nil, attempt: 1, authorization: nil))
         }
 
+        /// A refresh ended with `token`. A request waiting for a token sends it; a retry goes with
+        /// it unless it is the rejected token: then, after the first refresh, one more refresh
+        /// (unless one runs) and the retry waits for its end; after the second, the 401 stands.
         private mutating func tokenArrived() {
             for (client, phase) in phases.sorted(by: { $0.key < $1.key }) {
                 switch phase {
-                case .waitingForToken: sendRequest(client, attempt: 1)
-                case .waitingForRefresh: sendRequest(client, attempt: 2)
-                case .requesting, .ended: break
+                case .waitingForToken:
+                    sendRequest(client, attempt: 1)
+                case .waitingForRefresh(let rejected, let round) where token != rejected:
+                    if round == 2 { reached.insert("a new token after the same one back") }
+                    sendRequest(client, attempt: 2)
+                case .waitingForRefresh(let rejected, 1):
+                    reached.insert("the same token back")
+                    if !isRefreshing { refresh() }
+                    phases[client] = .waitingForRefresh(rejected: rejected, round: 2)
+                case .waitingForRefresh:
+                    reached.insert("the same token back twice")
+                    end(client, "status 401")
+                case .requesting, .ended:
+                    break
                 }
             }
         }

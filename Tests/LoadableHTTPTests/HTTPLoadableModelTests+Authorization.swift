@@ -12,13 +12,16 @@ import Testing
 /// The shared authorization of loadables and sends against a reference model: random sequences of
 /// syncs of two `HTTPLoadable`s of an `HTTPService`, sends of the same service, cancels of sends,
 /// revocations of every token issued so far, and answers (the server's: 200 for a token it
-/// accepts, 401 for a revoked one; the token endpoint's: the next token), in any order.
+/// accepts, 401 for a revoked one; the token endpoint's: the next token, or the one held again),
+/// in any order.
 ///
 /// The model (`AuthorizedModel`) is written from `HTTPAuthorization`'s and `HTTPService`'s
 /// documentation: every request waits for a token that is there and not stale; a 401 for the token
 /// the token loadable still holds starts one refresh unless one runs, and the request waits for
 /// its end; a 401 for an older token retries at once with the held one (or after the refresh that
-/// runs); each request is retried once, and a second 401 fails it; a cancelled send ends with
+/// runs); each request is retried once, and a second 401 fails it; a refresh that gives the
+/// rejected token back is followed by one more, and when that one gives it back too the 401
+/// stands (the rejected token is never sent again); a cancelled send ends with
 /// `CancellationError` and its request is cancelled. After every step the requests sent (path,
 /// token, `Idempotency-Key`; the token endpoint's too, so every refresh counts), the outcome of
 /// every send and the state and error of every loadable must match.
@@ -38,6 +41,9 @@ extension HTTPLoadableModelTests {
         case revoke
         /// Answers the open request at `index` (modulo the number open), if any.
         case answer(Int)
+        /// The same, except that the token endpoint answers with the token held (if any) instead of
+        /// a new one: the rejected token back.
+        case answerWithTheSameToken(Int)
 
         var description: String {
             switch self {
@@ -46,6 +52,7 @@ extension HTTPLoadableModelTests {
             case .cancelSend(let index): "cancelSend(#\(index))"
             case .revoke: "revoke"
             case .answer(let index): "answer(#\(index))"
+            case .answerWithTheSameToken(let index): "answerWithTheSameToken(#\(index))"
             }
         }
     }
@@ -120,13 +127,14 @@ extension HTTPLoadableModelTests {
                     })
             case (.cancelSend, .cancelSend(let id)?):
                 sends[id].cancel()
-            case (.answer, .answer(let request, let status, let body)?):
+            case (.answer, .answer(let request, let status, let body)?),
+                (.answerWithTheSameToken, .answer(let request, let status, let body)?):
                 guard let index = sentRequest(for: model.requests[request]) else {
                     return "after step \(step) (\(operation)): no open request \(model.requests[request].signature)"
                 }
                 answered.insert(index)
                 transport.answer(index, status: status, body: body)
-            case (.revoke, _), (.answer, _), (.cancelSend, _), (.send, _):
+            case (.revoke, _), (.answer, _), (.answerWithTheSameToken, _), (.cancelSend, _), (.send, _):
                 break
             }
             await transport.waitForRequests(model.requests.count)
@@ -154,6 +162,7 @@ extension HTTPLoadableModelTests {
         case 4, 5, 6: .send
         case 7: .cancelSend(Int(random.next() % 4))
         case 8, 9: .revoke
+        case 10, 11: .answerWithTheSameToken(Int(random.next() % 4))
         default: .answer(Int(random.next() % 4))
         }
     }
@@ -163,7 +172,7 @@ extension HTTPLoadableModelTests {
         arguments: CredentialScheme.allCases)
     func randomAuthorizedSequences(scheme: CredentialScheme) async {
         var reached: Set<String> = []
-        // Other sequences for each scheme; the bearer's are those the test ran before schemes.
+        // Other sequences for each scheme.
         let seedOffset = UInt64(CredentialScheme.allCases.firstIndex(of: scheme) ?? 0) * 1_000
         let passed = await checkRandomSequences(count: 200, baseSeed: 0x4E7A_7000 + seedOffset) { seed in
             var random = SeededRandomNumberGenerator(seed: seed)
@@ -176,6 +185,7 @@ extension HTTPLoadableModelTests {
             "a 401", "a second 401", "a 401 during a refresh", "a 401 for an older token",
             "cancel while waitingForToken",
             "cancel while requesting", "cancel while waitingForRefresh",
+            "the same token back", "the same token back twice", "a new token after the same one back",
         ]
         #expect(rules.subtracting(reached).isEmpty, "never reached: \(rules.subtracting(reached).sorted())")
     }
