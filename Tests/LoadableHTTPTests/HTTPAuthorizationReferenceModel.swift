@@ -96,6 +96,15 @@ extension HTTPLoadableModelTests {
                 return id
             }.sorted()
         }
+        /// The number of requests waiting for a token: for their first, or for their retry.
+        var waitingCount: Int {
+            phases.values.count { phase in
+                switch phase {
+                case .waitingForToken, .waitingForRefresh: true
+                case .requesting, .ended: false
+                }
+            }
+        }
         /// The outcome of each send so far (`nil` while it runs).
         var sendOutcomes: [String?] {
             (0..<sendCount).map { id in
@@ -125,6 +134,11 @@ extension HTTPLoadableModelTests {
                 return .cancelSend(id)
             case .revoke:
                 revokedThrough = issued
+            case .syncToken:
+                // A sync of the token loadable, not an invalidation: the token held stays fresh.
+                guard !isRefreshing else { return nil }
+                isRefreshing = true
+                requests.append(Request(client: nil, token: nil, attempt: 1, authorization: nil))
             case .answer(let index), .answerWithTheSameToken(let index):
                 let open = openRequests
                 guard !open.isEmpty else { return nil }
@@ -151,10 +165,14 @@ extension HTTPLoadableModelTests {
                 reached.insert(sent.attempt == 2 ? "a second 401" : "a 401")
                 if sent.attempt == 2 {
                     end(client, "status 401")
-                } else if token == used || isStale {
+                } else if token == used || isStale || isHeldTokenRejectedDuringRefresh {
                     // The rejected token is still the one held (or a refresh runs): one refresh,
                     // unless one runs already, and the retry waits for its end.
-                    if token == used, !isRefreshing { refresh() } else { reached.insert("a 401 during a refresh") }
+                    if token == used, !isRefreshing {
+                        refresh()
+                    } else {
+                        reached.insert(isStale ? "a 401 during a refresh" : "a 401 during a sync the app started")
+                    }
                     phases[client] = .waitingForRefresh(rejected: used, round: 1)
                 } else {
                     reached.insert("a 401 for an older token")
@@ -172,10 +190,21 @@ extension HTTPLoadableModelTests {
             }
         }
 
+        /// Whether a sync of the token runs while a request that the held token was refused for waits
+        /// for its end: then every request waits for that end (the waiter's wait after a sync), even
+        /// when the held token is not stale (a sync the app started).
+        private var isHeldTokenRejectedDuringRefresh: Bool {
+            isRefreshing
+                && phases.values.contains { phase in
+                    if case .waitingForRefresh(let rejected, _) = phase { rejected == token } else { false }
+                }
+        }
+
         private mutating func start(_ client: Client) {
-            if token != nil, !isStale {
+            if token != nil, !isStale, !isHeldTokenRejectedDuringRefresh {
                 sendRequest(client, attempt: 1)
             } else {
+                if token != nil, !isStale { reached.insert("a request waits for a sync the app started after a 401") }
                 phases[client] = .waitingForToken
                 if !isRefreshing { refresh() }
             }

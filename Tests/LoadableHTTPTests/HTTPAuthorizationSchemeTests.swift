@@ -41,21 +41,34 @@ enum CredentialScheme: String, CaseIterable, CustomTestStringConvertible, Sendab
         }
     }
 
+    /// An authorization whose credentials loadable is an `HTTPLoadable` of a credentials
+    /// endpoint, and what a test reads of it.
+    @MainActor
+    struct EndpointCredentials {
+        let authorization: HTTPAuthorization
+        /// The credentials loadable.
+        let loadable: any SyncableLoadable
+        /// The number of requests waiting in the waiter.
+        let pendingWaitCount: @MainActor () -> Int
+    }
+
     /// An authorization whose credentials an `HTTPLoadable` of `endpoint` loads through
     /// `transport` (see ``endpointBody(_:)``), with a waiter on `clock`.
     @MainActor
-    func authorization(endpoint: URL, transport: any HTTPTransport, clock: ManualClock) -> HTTPAuthorization {
-        let request = URLRequest(url: endpoint)
+    func authorization(endpoint: URL, transport: any HTTPTransport, clock: ManualClock) -> EndpointCredentials {
+        func make<Contents>(
+            _ type: Contents.Type, _ authorize: (LoadableWaiter<HTTPLoadable<Contents>>) -> HTTPAuthorization
+        ) -> EndpointCredentials {
+            let loadable = HTTPLoadable<Contents>(
+                request: URLRequest(url: endpoint), transport: transport, clock: clock)
+            let waiter = LoadableWaiter(loadable, timeout: .seconds(30), clock: clock)
+            return EndpointCredentials(
+                authorization: authorize(waiter), loadable: loadable, pendingWaitCount: { waiter.pendingWaitCount })
+        }
         switch self {
-        case .bearer:
-            let token = HTTPLoadable<String>(request: request, transport: transport, clock: clock)
-            return .bearer(LoadableWaiter(token, timeout: .seconds(30), clock: clock))
-        case .basic:
-            let credentials = HTTPLoadable<HTTPBasicCredentials>(request: request, transport: transport, clock: clock)
-            return .basic(LoadableWaiter(credentials, timeout: .seconds(30), clock: clock))
-        case .token:
-            let token = HTTPLoadable<String>(request: request, transport: transport, clock: clock)
-            return .scheme("Token", LoadableWaiter(token, timeout: .seconds(30), clock: clock)) { $0 }
+        case .bearer: return make(String.self) { .bearer($0) }
+        case .basic: return make(HTTPBasicCredentials.self) { .basic($0) }
+        case .token: return make(String.self) { .scheme("Token", $0) { $0 } }
         }
     }
 
@@ -343,7 +356,8 @@ final class PasswordPrompt: Loadable<HTTPBasicCredentials> {
         "A credentials loadable that fails for good fails loadables and sends with targetFailed, nothing sent",
         arguments: CredentialScheme.allCases)
     func aCredentialsLoadableThatFailsForGoodFailsWithTargetFailed(scheme: CredentialScheme) async throws {
-        let api = makeService(scheme.authorization(endpoint: tokenURL, transport: transport, clock: clock))
+        let api = makeService(
+            scheme.authorization(endpoint: tokenURL, transport: transport, clock: clock).authorization)
         let feed = api.loadable(Feed.self, "feed", clock: clock)
         feed.sync()
         await transport.waitForRequests(1)
@@ -370,7 +384,8 @@ final class PasswordPrompt: Loadable<HTTPBasicCredentials> {
         "A renewal after a 401 that the credentials endpoint refuses fails the request with targetFailed",
         arguments: CredentialScheme.allCases)
     func aRefusedRenewalFailsWithTargetFailed(scheme: CredentialScheme) async throws {
-        let api = makeService(scheme.authorization(endpoint: tokenURL, transport: transport, clock: clock))
+        let api = makeService(
+            scheme.authorization(endpoint: tokenURL, transport: transport, clock: clock).authorization)
         let send = Task { try await api.send(.post, "likes", as: Int.self) }
         await transport.waitForRequests(1)
         transport.answer(0, body: scheme.endpointBody("t1"))
