@@ -293,6 +293,29 @@ final class PasswordPrompt: Loadable<HTTPBasicCredentials> {
     }
 
     @Test(
+        "A 401 during a sync of the credentials that the app started waits for it, without a second one",
+        arguments: CredentialScheme.allCases)
+    func a401DuringASyncTheAppStartedWaitsForIt(scheme: CredentialScheme) async throws {
+        let (auth, credentials) = scheme.authorization(issuer: issuer, clock: clock)
+        let feed = makeService(auth).loadable(Feed.self, "feed", clock: clock)
+        feed.sync()
+        await transport.waitForRequests(1)
+        issuer.isGated = true
+        credentials.sync()  // not an invalidation: the credentials held stay fresh while it runs
+        await settle(until: { issuer.pendingCount == 1 })
+        transport.answer(0, status: 401)
+        await settle(until: { transport.openCount == 0 })
+        #expect(transport.requests.count == 1)
+        issuer.release()
+        await transport.waitForRequests(2)
+        #expect(authorization(1) == scheme.header("t2"))
+        answerOK(1)
+        try await feed.doneSyncing()
+        await settle(until: { credentials.loadableState != .syncing && issuer.issuedCount > 2 })
+        #expect(issuer.issuedCount == 2)
+    }
+
+    @Test(
         "A second 401 stands: the sync fails with it after one retry, nothing loops",
         arguments: CredentialScheme.allCases)
     func aSecond401StandsAfterOneRetry(scheme: CredentialScheme) async throws {
