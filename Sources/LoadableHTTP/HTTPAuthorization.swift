@@ -42,8 +42,8 @@ public import LoadableSyncer
 ///   `401` fails the sync with ``HTTPLoadableError/status(code:headers:bodyPrefix:)``; so does a
 ///   refresh that gives the rejected credentials back twice: the `401` stands, and nothing loops.
 ///
-/// So a new password is a sync of the credentials loadable (a `setContents` of a `PushLoadable`,
-/// a new answer of a token endpoint), never a new service or a new loadable: the next request
+/// So a new password is a sync of the credentials loadable (a `setContents` of a `Loadable`, a
+/// new answer of a token endpoint), never a new service or a new loadable: the next request
 /// carries it, and a request refused with the old one is sent again with it.
 ///
 /// Credentials with characters a header cannot carry (control characters, line breaks,
@@ -105,9 +105,8 @@ public struct HTTPAuthorization: Sendable {
     /// holds: `Authorization: Basic <base64 of user:password in UTF-8>`.
     ///
     /// ```swift
-    /// // The credentials the user typed in, kept in the keychain.
-    /// let credentials = PushLoadable<HTTPBasicCredentials>()
-    /// credentials.setContents(HTTPBasicCredentials(user: "ana", password: storedPassword))
+    /// // The credentials the user typed in, kept in the keychain (read again after a 401).
+    /// let credentials = AsyncLoadable<HTTPBasicCredentials> { try keychain.credentials() }
     /// let api = HTTPService(
     ///     baseURL: URL(string: "https://kinto.example.com/v1")!,
     ///     authorization: .basic(LoadableWaiter(credentials, timeout: .seconds(30))))
@@ -118,7 +117,7 @@ public struct HTTPAuthorization: Sendable {
     ///
     /// The `401` rules are those of every scheme (see ``HTTPAuthorization``): a `401` for the
     /// credentials held marks them stale and waits for a sync of the credentials loadable (a
-    /// `PushLoadable` whose sync asks the user, an `AsyncLoadable` that reads the keychain); the
+    /// `Loadable` whose sync asks the user, an `AsyncLoadable` that reads the keychain); the
     /// request goes once more only with different credentials. A user name with a `:` (RFC 7617
     /// forbids it: the server would split the pair there) or control characters, or a password
     /// with control characters, is never sent.
