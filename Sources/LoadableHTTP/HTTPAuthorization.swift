@@ -35,7 +35,8 @@ public import LoadableSyncer
 ///   that sync's end (and the waiter's condition), not for the condition alone, which the rejected
 ///   credentials may still meet. A `401` that finds a sync of the credentials running waits for
 ///   its end. So any number of concurrent `401`s for the same credentials, including ones that
-///   arrive while the new ones load, cause one refresh. (A credentials type of the app's own must
+///   arrive while the new ones load, cause one refresh, and a new request that comes while a
+///   refused one waits for that sync waits for it too. (A credentials type of the app's own must
 ///   move to `LoadableState.syncing` within `sync()`, as the package's loadables do, for the
 ///   request to see the sync it waits for.)
 /// - Then the request is sent once more with credentials other than the rejected ones. A second
