@@ -44,8 +44,8 @@ public import LoadableSyncer
 ///   refresh that gives the rejected credentials back twice: the `401` stands, and nothing loops.
 ///
 /// So a new password is a sync of the credentials loadable (or a `setContents` of it), never a new
-/// service or a new loadable: the next request
-/// carries it, and a request refused with the old one is sent again with it.
+/// service or a new loadable: the next request carries it, and a request refused with the old one
+/// is sent again with it.
 ///
 /// Credentials a header cannot carry whole (an empty token or one with a space at either end,
 /// control characters, line breaks, characters outside ASCII in a token, a `:` in a Basic user
@@ -120,9 +120,9 @@ public struct HTTPAuthorization: Sendable {
     /// The `401` rules are those of every scheme (see ``HTTPAuthorization``): a `401` for the
     /// credentials held marks them stale and waits for a sync of the credentials loadable (one
     /// that reads the keychain again, or asks the user); the request goes once more only with
-    /// different credentials. A user name with a `:` (RFC 7617
-    /// forbids it: the server would split the pair there) or control characters, or a password
-    /// with control characters, is never sent.
+    /// different credentials. A user name with a `:` (RFC 7617 forbids it: the server would split
+    /// the pair there) or control characters, or a password with control characters, is never
+    /// sent.
     ///
     /// - Parameter waiter: Waits for the credentials loadable; its condition and timeout apply to
     ///   every request.
@@ -303,8 +303,7 @@ private final class CredentialSource<Token: SyncableLoadable & ContentsLoadable,
         let target = waiter.target
         // Two rounds: a refresh that hands the rejected credentials back gets one more chance.
         for _ in 0..<2 {
-            let held = current
-            if held == .some(.some(rejected.headerValue)) {
+            if current == .some(.some(rejected.headerValue)) {
                 // Still the rejected credentials: unless a sync of them runs already (someone
                 // else's, or the refresh another 401 started), mark them stale; and if the waiter
                 // would still hand them out (its condition holds: `.didSyncSuccessfully`, or a

@@ -77,9 +77,9 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
     /// back when they are restored, and a write's answer brings its own
     /// (`setContents(_:)` of an `HTTPResponse`). A commit reconciled with the server's answer
     /// (`mutate(optimistic:commit:reconcile:)`) keeps it: that answer's validators are not known
-    /// here, so after a write of this resource, prefer `setContents(_:)` of its `HTTPResponse` for the next
-    /// `If-Match`. Observable: it changes with the contents or the state,
-    /// in the same notification.
+    /// here, so after a write of this resource, prefer `setContents(_:)` of its `HTTPResponse`
+    /// for the next `If-Match`. Observable: it changes with the contents or the state, in the
+    /// same notification.
     public var etag: String? {
         core.trackAccess()
         return loader.validators.entityTag

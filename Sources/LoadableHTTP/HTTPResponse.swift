@@ -26,18 +26,16 @@ public struct HTTPResponse<Value: Sendable>: Sendable {
     public let headers: [String: String]
     /// The `ETag` of the resource as the write left it, as sent (quotes included); `nil` when the
     /// server sent none.
-    public let etag: String?
+    public var etag: String? { header("ETag") }
     /// The `Last-Modified` of the resource as the write left it, as sent; `nil` when the server
     /// sent none.
-    public let lastModified: String?
+    public var lastModified: String? { header("Last-Modified") }
 
     /// The response of `value` with the status and headers of `response`.
     init(value: Value, response: HTTPURLResponse) {
         self.value = value
         status = response.statusCode
         headers = response.headerFields
-        etag = HTTPLoadableError.header("ETag", in: headers)
-        lastModified = HTTPLoadableError.header("Last-Modified", in: headers)
     }
 
     /// The value of the header field `name`, in any case.

@@ -431,16 +431,23 @@ final class PasswordPrompt: Loadable<HTTPBasicCredentials> {
 
     // MARK: - A new password
 
-    @Test("A new password set on the credentials loadable goes with the next request, nothing rebuilt")
-    func aNewPasswordReachesTheNextRequest() async throws {
-        var loads = 0
+    /// A service authorized with Basic credentials `ana:old`, held already (as typed in), whose
+    /// loadable's sync would read another password; `loads` counts those syncs.
+    func serviceHoldingOldPassword() -> (HTTPService, AsyncLoadable<HTTPBasicCredentials>, loads: Locked<Int>) {
+        let loads = Locked(0)
         let credentials = AsyncLoadable<HTTPBasicCredentials>(
             contents: HTTPBasicCredentials(user: "ana", password: "old"), clock: clock
         ) {
-            loads += 1
+            loads.withLock { $0 += 1 }
             return HTTPBasicCredentials(user: "ana", password: "from the keychain")
         }
         let api = makeService(.basic(LoadableWaiter(credentials, timeout: .seconds(10), clock: clock)))
+        return (api, credentials, loads)
+    }
+
+    @Test("A new password set on the credentials loadable goes with the next request, nothing rebuilt")
+    func aNewPasswordReachesTheNextRequest() async throws {
+        let (api, credentials, loads) = serviceHoldingOldPassword()
         let feed = api.loadable(Feed.self, "feed", clock: clock)
         feed.sync()
         await transport.waitForRequests(1)
@@ -457,19 +464,12 @@ final class PasswordPrompt: Loadable<HTTPBasicCredentials> {
         answerOK(2)
         try await feed.doneSyncing()
         #expect(try await send.value == 1)
-        #expect(loads == 0)
+        #expect(loads.withLock { $0 } == 0)
     }
 
     @Test("A request refused with the old password is sent again with the new one set meanwhile")
     func aRequestRefusedWithTheOldPasswordIsSentAgainWithTheNewOne() async throws {
-        var loads = 0
-        let credentials = AsyncLoadable<HTTPBasicCredentials>(
-            contents: HTTPBasicCredentials(user: "ana", password: "old"), clock: clock
-        ) {
-            loads += 1
-            return HTTPBasicCredentials(user: "ana", password: "from the keychain")
-        }
-        let api = makeService(.basic(LoadableWaiter(credentials, timeout: .seconds(10), clock: clock)))
+        let (api, credentials, loads) = serviceHoldingOldPassword()
         let feed = api.loadable(Feed.self, "feed", clock: clock)
         feed.sync()
         let send = Task { try await api.send(.put, "password", json: ["new": "nëw"], as: Int.self) }
@@ -487,7 +487,7 @@ final class PasswordPrompt: Loadable<HTTPBasicCredentials> {
         answerOK(3)
         try await feed.doneSyncing()
         #expect(try await send.value == 1)
-        #expect(loads == 0)
+        #expect(loads.withLock { $0 } == 0)
     }
 
     @Test("A 401 for the password held syncs the credentials loadable once; the retry carries its answer")
