@@ -66,6 +66,17 @@ public enum HTTPLoadableError: Error, Sendable, RetryAfterProviding, CustomStrin
         }
     }
 
+    /// Whether a write that carried an idempotency key may be sent again with it: when
+    /// ``isRetryable``, and for a `409` without `Retry-After`, which to such a request means "a
+    /// request with this key is still being processed" (the IETF `Idempotency-Key` draft). A
+    /// server that answers `409` for a real conflict to a keyed write should be told apart in the
+    /// outbox's `send` (return a conflict outcome there).
+    public var isRetryableWithIdempotencyKey: Bool {
+        if isRetryable { return true }
+        guard case .status(409, _, _) = self else { return false }
+        return true
+    }
+
     /// Whether the server refused a write because the resource is not in the state the request
     /// expected: a `412 Precondition Failed` (see ``isPreconditionFailed``), or a `409 Conflict`
     /// without `Retry-After`.

@@ -344,10 +344,34 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// For changes kept elsewhere (an outbox) that show on this loadable until they reach the
     /// server.
+    ///
+    /// A change added with `isSent` is one the server has already: it shows above the contents
+    /// (restored ones included) until the loadable's next successful sync, whose contents include
+    /// it, and is never written into the base.
     package final func addPendingChange(
-        _ apply: @escaping @MainActor (inout Contents) -> Void, concern: PendingChangeConcern
+        _ apply: @escaping @MainActor (inout Contents) -> Void, concern: PendingChangeConcern, isSent: Bool = false
     ) -> Int {
-        addLayer(apply, concern: concern)
+        let id = addLayer(apply, concern: concern)
+        if isSent, let changes = pendingChanges, let index = changes.layers.lastIndex(where: { $0.id == id }) {
+            changes.layers[index].isSent = true
+        }
+        return id
+    }
+
+    /// Replaces the change of the pending change `id`, in its place among the others, and shows
+    /// the contents again (notifying when the old or the new change concerned them). An unknown
+    /// `id` does nothing.
+    package final func replacePendingChange(_ id: Int, with apply: @escaping @MainActor (inout Contents) -> Void) {
+        guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
+            return
+        }
+        let changedShown = changes.layers[index].changesContents
+        changes.layers[index].apply = apply
+        guard changes.base != nil else { return }
+        applyPendingChanges(changes)
+        guard changedShown || (changes.layers.first { $0.id == id }?.changesContents ?? false) else { return }
+        core.willChange()
+        finishChange(endingSync: false)
     }
 
     /// Adds a pending change; `concern` is `nil` for `mutate`'s, which always change the contents.
@@ -405,6 +429,18 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         }
     }
 
+    /// A successful sync brought the server's contents: the changes it has already (sent layers)
+    /// leave, and each that concerned the contents is told. `reapplying`: the base stays (a `304`),
+    /// so what is shown is made again here.
+    private func dropSentLayers(reapplying: Bool) {
+        guard let changes = pendingChanges, changes.layers.contains(where: \.isSent) else { return }
+        let sent = changes.layers.filter(\.isSent)
+        changes.layers.removeAll(where: \.isSent)
+        core.hasPendingChanges = !changes.layers.isEmpty
+        if reapplying, changes.base != nil { showBaseAfterRemoval(changes) }
+        for layer in sent where layer.changesContents { layer.concern?.settled?() }
+    }
+
     /// Takes back the pending change `id` (its commit failed or was cancelled, or it was
     /// discarded) and notifies (when it changed the contents shown). An unknown `id` does nothing.
     package final func dropPendingChange(_ id: Int) {
@@ -432,7 +468,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// for both), its layer goes silently: the base is not written, nothing is saved or notified.
     /// An unknown `id` does nothing.
     package final func joinPendingChange(_ id: Int) {
-        guard let (changes, index, layer, taken) = takeBaseToWrite(change: id) else { return }
+        guard let (changes, index, layer, taken) = takeBaseToWrite(change: id, keepsAsSent: true) else { return }
         var base = taken
         let changesBase = layer.applied(to: &base)
         changes.base = base
@@ -453,17 +489,24 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     }
 
     /// The pending change `id` (with its index), and the base contents taken out to write it into.
-    /// `nil` for an unknown `id`, and when there are no contents yet: then the change goes, as
-    /// there is nothing to write into, and since a sync running now may have started before the
-    /// server saw the change, one more follows it.
+    /// `nil` for an unknown `id`, and when there are no contents yet: then the change goes (a
+    /// `mutate`'s) or stays as a sent layer (`keepsAsSent`, an outbox's: above the first contents,
+    /// restored ones included, until the next successful sync), and since a sync running now may
+    /// have started before the server saw the change, one more follows it.
     private func takeBaseToWrite(
-        change id: Int
+        change id: Int, keepsAsSent: Bool = false
     ) -> (PendingChanges<Contents>, Int, PendingChanges<Contents>.Layer, Contents)? {
         guard let changes = pendingChanges, let index = changes.layers.firstIndex(where: { $0.id == id }) else {
             return nil
         }
         guard let base = changes.base.take() else {
-            removeLayer(at: index, of: changes)
+            if keepsAsSent {
+                // Nothing to write into yet (a restore may still come): the change stays above the
+                // first contents until a successful sync brings the server's, which include it.
+                changes.layers[index].isSent = true
+            } else {
+                removeLayer(at: index, of: changes)
+            }
             if storedState == .syncing { baseDidChangeDuringSync() }
             return nil
         }
@@ -515,6 +558,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
+        if state == .didSyncSuccessfully, core.hasPendingChanges { dropSentLayers(reapplying: true) }
         recordOutcome(state, changedBase: false)
         finishChange(endingSync: endsSync)
     }
@@ -530,6 +574,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
+        if state == .didSyncSuccessfully, core.hasPendingChanges { dropSentLayers(reapplying: false) }
         storeBaseContents(contents)
         recordOutcome(state, changedBase: true)
         finishChange(endingSync: endsSync)
@@ -635,11 +680,15 @@ final class PendingChanges<Contents> {
         /// Tells this change from the others.
         let id: Int
         /// Applies the change to contents.
-        let apply: @MainActor (inout Contents) -> Void
+        var apply: @MainActor (inout Contents) -> Void
         /// Where `apply` says whether it changed the contents; `nil`: it always does (`mutate`).
         let concern: PendingChangeConcern?
         /// Whether the change changed the contents shown when it was last applied to them.
         var changesContents = true
+        /// Whether the server has the change already (it was sent before the loadable had contents
+        /// to write it into, or before it was shown): it stays above the contents until the next
+        /// successful sync, whose contents include it.
+        var isSent = false
 
         /// Applies the change to `contents`; returns whether it changed them.
         @MainActor
@@ -665,6 +714,9 @@ final class PendingChanges<Contents> {
 package final class PendingChangeConcern {
     /// Whether the last application changed the contents; set by the change.
     package var concerns = true
+    /// Called when a change the server has already (a sent layer) left because a successful sync
+    /// brought contents that include it, if it concerned the contents then.
+    package var settled: (@MainActor () -> Void)?
 
     package init() {}
 }

@@ -61,17 +61,17 @@ public import Observation
 /// or an outbox on an entry of a cache a live store owns, stop the program with a message.
 @MainActor
 public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
-    /// The items not sent yet, oldest first: pending, sending and failed.
+    /// The items not sent yet, oldest first: pending, sending, failed and conflicted.
     public var items: [OutboxItem<Change>] {
         access(OutboxObservationKey.items)
         return storedItems
     }
 
-    /// How many items are still to be sent: those pending or sending (failed items wait for the
-    /// app). Observed through ``items``.
+    /// How many items are still to be sent: those pending or sending (failed and conflicted items
+    /// wait for the app). Observed through ``items``.
     public var pendingCount: Int {
         access(OutboxObservationKey.items)
-        return storedItems.count { $0.state != .failed }
+        return storedItems.count { $0.state == .pending || $0.state == .sending }
     }
 
     /// Whether sending is paused: the ``activity`` monitor says the app is inactive or offline.
@@ -80,10 +80,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         return storedIsPaused
     }
 
-    /// Whether a send is running.
+    /// Whether a send is running (a send of an item discarded meanwhile included, until it ends).
     public var isSending: Bool {
         access(OutboxObservationKey.isSending)
-        return sending != nil
+        return !sends.isEmpty || !discardedSends.isEmpty
     }
 
     /// The cache the items are kept in.
@@ -92,46 +92,51 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     public let key: String
     /// The monitor whose activity and connectivity pause and resume sending.
     public let activity: ActivityMonitor
+    /// The most sends that run at once, one per scope.
+    public let maxConcurrentSends: Int
     /// Told of each failure to restore or save the items, of each change that cannot be encoded,
     /// and of each stored item set aside because its change no longer decodes (once per item),
     /// with a ``LoadableCacheError`` that names ``key``. Set it right after making the outbox:
     /// the restore reports when it finishes.
     public var onError: (@MainActor (any Error) -> Void)?
+    /// Whether an error a `send` threw may be fixed by sending the item again later: the item then
+    /// stays pending and its scope retries after the policy's backoff (honouring `Retry-After`);
+    /// otherwise it is ``OutboxItem/State/failed``. ``retriesByDefault(_:)`` unless the init was
+    /// given another rule.
+    public var shouldRetry: @MainActor (any Error) -> Bool
 
-    private let send: @MainActor (Change, _ idempotencyKey: String) async throws -> Void
-    /// The wall-clock time, for `enqueuedAt` and the saved entry's `savedAt`.
+    private let send: @MainActor (Change, _ idempotencyKey: String) async throws -> OutboxOutcome<Change>
+    private let rebase: (@MainActor (_ later: inout Change, _ applied: Change) -> Void)?
+    private let coalesce: (@MainActor (_ earlier: Change, _ later: Change) -> Change?)?
+    /// The wall-clock time, for `enqueuedAt`, the retry deadlines kept and the saved entry's
+    /// `savedAt`.
     private let now: @Sendable () -> Date
     private let encoder = JSONEncoder()
     private var storedItems: [OutboxItem<Change>] = []
-    /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it), and the
-    /// items set aside: behind a lock, so that a save copies them when it runs, off the main
-    /// actor. A save that held the array instead would make the main actor's next change of it
-    /// copy the whole queue: an enqueue would cost O(n). The records change only together with a
-    /// save asked for (or in ways a save merges the same whatever it reads, while restoring), so
-    /// that after the saves asked for, the cache holds the same bytes however the saves ran.
+    /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it), the items
+    /// set aside and the changes sent that no loadable showed: behind a lock, so that a save
+    /// copies them when it runs, off the main actor. A save that held the array instead would make
+    /// the main actor's next change of it copy the whole queue. The records change only together
+    /// with a save asked for (or in ways a save merges the same whatever it reads, while
+    /// restoring), so that after the saves asked for, the cache holds the same bytes however the
+    /// saves ran.
     private let stored = Locked(StoredRecords())
+    /// The changes sent that no loadable showed yet, by the id of their record: shown on the
+    /// loadables of later ``show(on:_:)`` calls until they sync.
+    private var sentChanges: [(id: String, change: Change)] = []
     /// Send counts not in the records yet, by item id: written into them when the next save is
     /// asked for.
     private var unsavedAttempts: [String: Int] = [:]
-    /// The number of the save that first carries each item, by id (0 for items of earlier
-    /// launches): an item is sent once a save of that number or a later one has finished.
-    private var sequences: [String: UInt64] = [:]
     private var storedIsPaused: Bool
-    /// The running send.
-    private var sending: Sending?
+    /// The running sends, by item id.
+    private var sends: [String: Sending] = [:]
+    /// The sends of discarded items that still run, by send number, with their scopes.
+    private var discardedSends: [Int: String?] = [:]
     /// Counts sends, so that a send cancelled meanwhile is told apart from the next one.
     private var sendCount = 0
-    /// The item whose retryable failure the retry machinery waits to retry.
-    private var retryingID: String?
-    /// Set while a send begins.
-    private var isBeginningSend = false
 
-    // Saving: every save asked for gets the next number; an item gets the number of the save
-    // that first carries it, and is sent once a save of that number or a later one has finished.
-    private var requestedSave: UInt64 = 0
     private var savedSequence: UInt64 = 0
     private var saveWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
-    private var isRestoring = true
     private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
     /// An item was discarded while restoring: the queue is saved whole when the restore finishes.
     private var savesAfterRestore = false
@@ -140,8 +145,12 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// The stored queue could not be read (for another reason than its bytes): saves add to it.
     private var storedIsUnread = false
 
-    // Retrying: the syncer's rules (backoff, `Retry-After`, pausing and catching up).
-    private var machine: SyncerStateMachine
+    /// The decisions: what to send, when to retry (the syncer's rules, per scope).
+    private var machine: OutboxStateMachine
+    /// Actions decided while others are being carried out: a handler told of a change (which may
+    /// enqueue or discard) runs inside them.
+    private var pendingActions: [OutboxStateMachine.Action] = []
+    private var isPerforming = false
     private let clock: ElapsedClock
     private var timer = ClockTimer()
 
@@ -151,8 +160,80 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// Made by the first tracked read, so that an outbox nobody observes pays nothing for it.
     private var observation: ObservationState?
 
-    /// Creates an outbox and starts reading the items kept under `key` in `cache` (off the main
-    /// actor); items enqueued before the read finishes go after the ones it finds.
+    /// How long a change sent while no loadable showed it is kept to be shown: a day.
+    static var sentChangeLifetime: TimeInterval { 86_400 }
+    /// How many such changes are kept, the newest.
+    static var maxSentChanges: Int { 64 }
+
+    /// Creates an outbox whose `send` says what the server did with each change, and starts
+    /// reading the items kept under `key` in `cache` (off the main actor); items enqueued before
+    /// the read finishes go after the ones it finds.
+    ///
+    /// - Parameters:
+    ///   - cache: Where the items are kept.
+    ///   - rebase: After a send answered ``OutboxOutcome/appliedAs(_:)``, called for each later
+    ///     item of the same scope with the server's version, so that a queued edit carries what
+    ///     the server just gave (a new record version). The rebased items are saved.
+    ///   - coalesce: Called when a change is enqueued into a scope whose last item was never sent
+    ///     (pending, no attempt yet): a merged change takes that item's place (and keeps its
+    ///     idempotency key); `nil` enqueues the change as an item of its own.
+    ///   - maxConcurrentSends: The most sends that run at once (one per scope); 1 or more, 4 by
+    ///     default.
+    ///   - shouldRetry: Whether a thrown error may be retried; ``retriesByDefault(_:)`` when `nil`.
+    ///   - key: The items' key in `cache`; one outbox per key.
+    ///   - activity: Pauses sending while the app is inactive or offline; `ActivityMonitor.system`
+    ///     by default.
+    ///   - retryPolicy: The delays between retries of a retryable failure, per scope; its refresh
+    ///     period is not used.
+    ///   - clock: The clock retries wait on; tests pass a `ManualClock`.
+    ///   - now: The wall-clock time, for ``OutboxItem/enqueuedAt``, the retry deadlines kept
+    ///     across launches and the saved entry's ``CachedEntry/savedAt``; by default the
+    ///     system's. Tests pass a fixed date.
+    ///   - send: Sends one change and says what the server did with it (``OutboxOutcome``);
+    ///     throws when it did not reach the server, or the server failed. Pass the idempotency key
+    ///     along (as the `Idempotency-Key` header), so that the server applies a change sent twice
+    ///     once.
+    public init(
+        cache: any LoadableCache,
+        rebase: (@MainActor (_ later: inout Change, _ applied: Change) -> Void)? = nil,
+        coalesce: (@MainActor (_ earlier: Change, _ later: Change) -> Change?)? = nil,
+        maxConcurrentSends: Int = 4,
+        shouldRetry: (@MainActor (any Error) -> Bool)? = nil,
+        key: String = "outbox",
+        activity: ActivityMonitor = .system,
+        retryPolicy: any TimeoutPolicy = BackoffTimeoutPolicy(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = { Date.now },
+        send: @escaping @MainActor (Change, _ idempotencyKey: String) async throws -> OutboxOutcome<Change>
+    ) {
+        precondition(
+            maxConcurrentSends >= 1,
+            "LoadableOutbox: maxConcurrentSends must be 1 or more (got \(maxConcurrentSends))")
+        self.cache = cache
+        self.key = key
+        self.activity = activity
+        self.maxConcurrentSends = maxConcurrentSends
+        self.send = send
+        self.rebase = rebase
+        self.coalesce = coalesce
+        self.shouldRetry = shouldRetry ?? { Self.retriesByDefault($0) }
+        self.now = now
+        self.clock = ElapsedClock(clock)
+        storedIsPaused = !activity.allowsSyncing
+        machine = OutboxStateMachine(
+            policy: retryPolicy, maxConcurrentSends: maxConcurrentSends, isPaused: !activity.allowsSyncing,
+            isOffline: activity.isOffline)
+        CacheClaims.claim(cache, key: key, for: self)
+        activity.addFollower(self)
+        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
+            let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
+            return { [weak self] in self?.restoreDidFinish(outcome) }
+        }
+    }
+
+    /// Creates an outbox whose `send` returns once the server has the change
+    /// (``OutboxOutcome/applied``), and starts reading the items kept under `key` in `cache` (off
+    /// the main actor); items enqueued before the read finishes go after the ones it finds.
     ///
     /// - Parameters:
     ///   - cache: Where the items are kept.
@@ -167,7 +248,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     ///   - send: Sends one change; throws when it did not reach the server. Pass the idempotency
     ///     key along (as the `Idempotency-Key` header), so that the server applies a change sent
     ///     twice once.
-    public init(
+    public convenience init(
         cache: any LoadableCache,
         key: String = "outbox",
         activity: ActivityMonitor = .system,
@@ -176,64 +257,79 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         now: @escaping @Sendable () -> Date = { Date.now },
         send: @escaping @MainActor (Change, _ idempotencyKey: String) async throws -> Void
     ) {
-        self.cache = cache
-        self.key = key
-        self.activity = activity
-        self.send = send
-        self.now = now
-        self.clock = ElapsedClock(clock)
-        storedIsPaused = !activity.allowsSyncing
-        machine = SyncerStateMachine(
-            policy: retryPolicy, syncPolicy: .sync, isPaused: !activity.allowsSyncing,
-            isOffline: activity.isOffline)
-        CacheClaims.claim(cache, key: key, for: self)
-        activity.addFollower(self)
-        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
-            let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
-            return { [weak self] in self?.restoreDidFinish(outcome) }
+        self.init(
+            cache: cache, key: key, activity: activity, retryPolicy: retryPolicy, clock: clock, now: now
+        ) { change, idempotencyKey in
+            try await send(change, idempotencyKey)
+            return .applied
         }
     }
 
     deinit {
         timer.cancelTask()
-        sending?.task.cancel()
+        for sending in sends.values { sending.task.cancel() }
+    }
+
+    /// The outbox's default retry rule: an error that says ``RetryAfterProviding/isRetryableWithIdempotencyKey``
+    /// (which is ``RetryAfterProviding/isRetryable`` unless the error says otherwise; an HTTP `409`
+    /// to a request that carried an `Idempotency-Key` is retried), and any `URLError`. Anything
+    /// else marks the item failed: a write is not repeated unless an error says it may be, where
+    /// `LoadableSyncer` repeats a read unless an error says it may not.
+    ///
+    /// - Parameter error: What a `send` threw.
+    /// - Returns: Whether the item is sent again later.
+    public static func retriesByDefault(_ error: any Error) -> Bool {
+        if let error = error as? any RetryAfterProviding { return error.isRetryableWithIdempotencyKey }
+        return error is URLError
     }
 
     // MARK: - Changes
 
-    /// Adds `change` at the end of the queue, shows it on the loadables of ``show(on:_:)``, saves
-    /// it, and sends it once it is saved and its turn comes.
+    /// Adds `change` at the end of `scope`'s items, shows it on the loadables of ``show(on:_:)``,
+    /// saves it, and sends it once it is saved and its turn in the scope comes.
     ///
-    /// - Parameter change: The change.
-    /// - Returns: The new item's ``OutboxItem/id``.
+    /// With a `coalesce` closure, a change enqueued while the last item of its scope was never
+    /// sent may be merged into that item instead (which keeps its place and its key).
+    ///
+    /// - Parameters:
+    ///   - change: The change.
+    ///   - scope: The scope: items of one scope are sent in order, one at a time (the edits of one
+    ///     record); scopes are sent in parallel, up to ``maxConcurrentSends``. Items without one
+    ///     share a scope.
+    /// - Returns: The new item's ``OutboxItem/id``, or the id of the item it was merged into.
     @discardableResult
-    public func enqueue(_ change: Change) -> OutboxItem<Change>.ID {
+    public func enqueue(_ change: Change, scope: String? = nil) -> OutboxItem<Change>.ID {
+        if let coalesce, let id = machine.lastPendingItem(in: scope),
+            let earlier = storedItems.first(where: { $0.id == id }), earlier.attempts == 0,
+            let merged = coalesce(earlier.change, change)
+        {
+            // The closure may have changed the queue: the item must still be the scope's last.
+            if machine.lastPendingItem(in: scope) == id, replaceChange(of: id, with: merged) {
+                perform(machine.changed(id, now: clock.elapsed))
+                return id
+            }
+        }
         let (id, idempotencyKey) = OutboxIdentifiers.pair()
         let item = OutboxItem(
-            id: id, change: change, idempotencyKey: idempotencyKey, enqueuedAt: now(), attempts: 0, lastError: nil,
-            state: .pending)
-        var encoded: Data?
-        do {
-            encoded = try encoder.encode(change)
-        } catch {
-            report(LoadableCacheError.encodingFailed(key: key, underlying: error))
-        }
-        let record = OutboxRecord(
+            id: id, change: change, idempotencyKey: idempotencyKey, scope: scope, enqueuedAt: now(), attempts: 0,
+            lastError: nil, state: .pending)
+        let encoded = encode(change)
+        var record = OutboxRecord(
             id: id, idempotencyKey: idempotencyKey, enqueuedAt: item.enqueuedAt.timeIntervalSinceReferenceDate,
             attempts: 0, isFailed: false, isSetAside: false, lastError: "", change: encoded ?? Data(),
             isUnsaved: encoded == nil)
-        sequences[id] = requestedSave + 1
+        record.scope = scope
+        let actions = machine.enqueue(id, scope: scope, now: clock.elapsed)
         mutateItems { items, records in
             items.append(item)
             records.append(record)
         }
         forEachDisplay { addLayer(item.id, change, on: $0) }
-        save()
-        startSending(explicitly: true)
+        perform(actions)
         return item.id
     }
 
-    /// Sends the failed item `id` again, in its place in the queue (items before it that are not
+    /// Sends the failed item `id` again, in its place in its scope (items before it that are not
     /// sent yet go first). Does nothing for an item that is not failed, or not in the outbox.
     ///
     /// - Parameter id: The item's ``OutboxItem/id``.
@@ -243,50 +339,113 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             item.state = .pending
             record.isFailed = false
         }
-        save()
-        startSending(explicitly: true)
+        if let actions = machine.retry(id, now: clock.elapsed) { perform(actions) }
+    }
+
+    /// Settles the conflicted or failed item `id` with `change`: the item takes it (and a new
+    /// idempotency key, since its content changed), keeps its place, shows it, is saved, and is
+    /// sent in turn. Does nothing for an item that is neither conflicted nor failed, or not in the
+    /// outbox.
+    ///
+    /// ```swift
+    /// for item in outbox.items where item.state == .conflict {
+    ///     let merged = merge(mine: item.change, theirs: item.remote)  // or ask the user
+    ///     outbox.resolve(item.id, with: merged)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - id: The item's ``OutboxItem/id``.
+    ///   - change: The change to send instead (typically built on ``OutboxItem/remote``).
+    public func resolve(_ id: OutboxItem<Change>.ID, with change: Change) {
+        guard storedItems.contains(where: { $0.id == id && ($0.state == .conflict || $0.state == .failed) }) else {
+            return
+        }
+        let (_, idempotencyKey) = OutboxIdentifiers.pair()
+        let encoded = encode(change)
+        let updated = updateItem(id) { item, record in
+            item.change = change
+            item.idempotencyKey = idempotencyKey
+            item.remote = nil
+            item.state = .pending
+            record.change = encoded ?? Data()
+            record.isUnsaved = encoded == nil
+            record.idempotencyKey = idempotencyKey
+            record.remote = nil
+            record.isConflict = false
+            record.isFailed = false
+        }
+        guard updated != nil else { return }
+        forEachDisplay { $0.replace(id, change) }
+        if let actions = machine.retry(id, now: clock.elapsed) { perform(actions) }
     }
 
     /// Removes the item `id`, and its layer from the loadables it shows on. A send of it that is
-    /// running is cancelled (the server may have it already). Does nothing for an item not in the
-    /// outbox.
+    /// running is cancelled (the server may have it already), and the next item of its scope waits
+    /// for that send to end. Does nothing for an item not in the outbox.
     ///
     /// - Parameter id: The item's ``OutboxItem/id``.
     public func discard(_ id: OutboxItem<Change>.ID) {
         guard storedItems.contains(where: { $0.id == id }) else { return }
-        if sending?.id == id { cancelSending() }
-        if retryingID == id { stopRetrying() }
+        let scope = storedItems.first { $0.id == id }?.scope
+        var (wasSending, actions) = machine.discard(id, now: clock.elapsed)
+        if wasSending {
+            if let sending = sends.removeValue(forKey: id) {
+                setAside(sending)
+            } else {
+                // Discarded by a handler told that its send begins: no send runs.
+                actions += machine.discardedSendEnded(scope: scope, now: clock.elapsed)
+            }
+        }
         removeItem(id)
-        sequences[id] = nil
         // A save that adds to the stored items cannot remove one: a whole save follows the restore.
-        if isRestoring { savesAfterRestore = true }
+        if machine.isRestoring { savesAfterRestore = true }
         forEachDisplay { $0.drop(id) }
-        save()
-        continueSending()
+        perform(actions)
     }
 
     /// Removes every item, those of earlier launches and those set aside included, and their
-    /// layers; cancels a running send. For logout: the next user must not send the last user's
+    /// layers; cancels the running sends. For logout: the next user must not send the last user's
     /// changes.
     public func removeAll() {
-        cancelSending()
-        stopRetrying()
+        var (running, actions) = machine.removeAll(now: clock.elapsed)
+        for (id, scope) in running {
+            if let sending = sends.removeValue(forKey: id) {
+                setAside(sending)
+            } else {
+                actions += machine.discardedSendEnded(scope: scope, now: clock.elapsed)
+            }
+        }
         let ids = storedItems.map(\.id)
         mutateItems { items, records in
             items.removeAll()
             records.removeAll()
         }
-        sequences.removeAll()
         unsavedAttempts.removeAll()
-        stored.withLock { $0.setAside.removeAll() }
+        sentChanges.removeAll()
+        stored.withLock {
+            $0.setAside.removeAll()
+            $0.sent.removeAll()
+        }
         storedIsUnread = false
         for id in ids { forEachDisplay { $0.drop(id) } }
-        if isRestoring {
+        if machine.isRestoring {
             dropsRestored = true
             savesAfterRestore = false
         }
-        requestedSave += 1
-        let covered = requestedSave
+        // Not a save of the empty queue: the entry goes, those of earlier launches with it.
+        var removal: UInt64?
+        actions.removeAll { action in
+            guard case .save(let sequence) = action else { return false }
+            removal = sequence
+            return true
+        }
+        if let removal { removeEntry(covering: removal) }
+        perform(actions)
+    }
+
+    /// Removes the entry (logout).
+    private func removeEntry(covering covered: UInt64) {
         let cache = cache
         let key = key
         CacheQueue.enqueue(in: cache, key: key) { [weak self] in
@@ -296,16 +455,15 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             } catch {
                 failure = error as? LoadableCacheError ?? .removeFailed(key: key, underlying: error)
             }
-            return { [weak self] in self?.saveDidFinish(covering: covered, error: failure) }
+            return { [weak self] in self?.saveDidFinish(covering: covered, outcome: OutboxSaveOutcome(error: failure)) }
         }
-        continueSending()
     }
 
     /// Returns once the queue as it is now is in the cache: every item enqueued before the call,
     /// and every removal and change of state (or the save failed, which ``onError`` is told of).
     /// Returns at once when it is already.
     public func saved() async {
-        let sequence = requestedSave + (savesAfterRestore ? 1 : 0)
+        let sequence = machine.requestedSave + (savesAfterRestore ? 1 : 0)
         guard savedSequence < sequence else { return }
         await withCheckedContinuation { saveWaiters.append((sequence, $0)) }
     }
@@ -313,16 +471,41 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// Returns once the items of earlier launches have been read (or found missing, or failed to
     /// read) and put before the ones enqueued since; at once when they have.
     public func restored() async {
-        guard isRestoring else { return }
+        guard machine.isRestoring else { return }
         await withCheckedContinuation { restoreWaiters.append($0) }
+    }
+
+    /// The change's JSON, or `nil` (reported) when it cannot be encoded.
+    private func encode(_ change: Change) -> Data? {
+        do {
+            return try encoder.encode(change)
+        } catch {
+            report(LoadableCacheError.encodingFailed(key: key, underlying: error))
+            return nil
+        }
+    }
+
+    /// Gives item `id` a new change (merged or rebased: same key), on the loadables too.
+    @discardableResult
+    private func replaceChange(of id: String, with change: Change) -> Bool {
+        let encoded = encode(change)
+        let updated = updateItem(id) { item, record in
+            item.change = change
+            record.change = encoded ?? Data()
+            record.isUnsaved = encoded == nil
+        }
+        guard updated != nil else { return false }
+        forEachDisplay { $0.replace(id, change) }
+        return true
     }
 
     // MARK: - Showing
 
-    /// Shows every item not sent yet (pending, sending or failed) as an optimistic layer on
-    /// `loadable`, now and for each item enqueued later, until it is sent (its change then joins
-    /// the base contents, as a committed `mutate` does: they count as written, and a persisted
-    /// loadable saves them) or discarded (its layer goes).
+    /// Shows every item not sent yet (pending, sending, failed or conflicted) as an optimistic
+    /// layer on `loadable`, now and for each item enqueued later, until it is sent (its change, or
+    /// the server's version of it, then joins the base contents, as a committed `mutate` does:
+    /// they count as written, and a persisted loadable saves them) or discarded or dropped (its
+    /// layer goes).
     ///
     /// The layers sit above every refresh, in the order of the items, and wait for the loadable's
     /// first contents when it has none: a loadable restored from its cache after a relaunch shows
@@ -339,6 +522,14 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     ///     return post
     /// }
     /// ```
+    ///
+    /// **An edit never goes backwards.** A change that reached the server while no loadable it
+    /// concerns was shown (sent right after a relaunch, before the screen made its loadable) is
+    /// kept, with the queue, for a day (the 64 newest): each loadable given later shows it above
+    /// its contents, restored ones included, until that loadable's next successful sync brings the
+    /// server's contents, which include it; the change is then forgotten. Likewise a change sent
+    /// while its loadable waits for its restore stays above the restored contents until the next
+    /// sync.
     ///
     /// The loadable is held weakly. Calling it again for the same loadable replaces the earlier
     /// `apply`.
@@ -362,179 +553,224 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         }
         let display = OutboxLoadableDisplay(loadable: loadable, apply: apply)
         displays[identity] = display
+        forgetExpiredSentChanges()
+        for (id, change) in sentChanges {
+            display.addSent(change) { [weak self] in self?.sentChangeDidSettle(id) }
+        }
         for item in storedItems { addLayer(item.id, item.change, on: display) }
     }
 
     /// Shows item `id` on `display`, unless it went meanwhile: a loadable's observer, told of a
     /// layer, may discard the item (before or while this layer is added).
     private func addLayer(_ id: String, _ change: Change, on display: OutboxDisplay<Change>) {
-        guard sequences[id] != nil else { return }
+        guard machine.state(of: id) != nil else { return }
         display.add(id, change)
-        if sequences[id] == nil { display.drop(id) }
+        if machine.state(of: id) == nil { display.drop(id) }
     }
 
     private func forEachDisplay(_ body: (OutboxDisplay<Change>) -> Void) {
         for display in displays.values { body(display) }
     }
 
+    /// Item `id` reached the server as `change`: it joins the loadables' base contents; if no
+    /// loadable showed it, it is kept to be shown on later ones.
+    private func join(_ id: String, as change: Change, replacing: Bool) {
+        var shown = false
+        forEachDisplay { display in
+            if replacing { display.replace(id, change) }
+            if display.join(id) { shown = true }
+        }
+        guard !shown else { return }
+        let (recordID, _) = OutboxIdentifiers.pair()
+        guard let data = encode(change) else { return }
+        var record = OutboxRecord(
+            id: recordID, idempotencyKey: "", enqueuedAt: 0, attempts: 0, isFailed: false, isSetAside: false,
+            lastError: "", change: data)
+        record.isSent = true
+        record.sentAt = now().timeIntervalSinceReferenceDate
+        sentChanges.append((recordID, change))
+        stored.withLock { $0.sent.append(record) }
+        if sentChanges.count > Self.maxSentChanges {
+            let dropped = sentChanges.removeFirst().id
+            stored.withLock { $0.sent.removeAll { $0.id == dropped } }
+        }
+    }
+
+    /// A sent change left a loadable because its sync brought the server's contents: forgotten.
+    private func sentChangeDidSettle(_ id: String) {
+        guard sentChanges.contains(where: { $0.id == id }) else { return }
+        sentChanges.removeAll { $0.id == id }
+        stored.withLock { $0.sent.removeAll { $0.id == id } }
+        perform([machine.requestSave()])
+    }
+
+    /// Forgets the sent changes older than ``sentChangeLifetime``.
+    private func forgetExpiredSentChanges() {
+        guard !sentChanges.isEmpty else { return }
+        let oldest = now().timeIntervalSinceReferenceDate - Self.sentChangeLifetime
+        let expired = stored.withLock { stored in
+            let expired = Set(stored.sent.filter { $0.sentAt < oldest }.map(\.id))
+            stored.sent.removeAll { expired.contains($0.id) }
+            return expired
+        }
+        guard !expired.isEmpty else { return }
+        sentChanges.removeAll { expired.contains($0.id) }
+        perform([machine.requestSave()])
+    }
+
     // MARK: - Sending
 
-    /// Starts sending the first pending item if it is saved and nothing holds it back (a send
-    /// running, a pause, the restore, a retry that waits for its time). `explicitly`: asked for by
-    /// the app (an enqueue, a retry), which may try again once the retries are used up.
-    private func startSending(explicitly: Bool) {
-        guard !isRestoring, !storedIsPaused, sending == nil, !isBeginningSend, machine.purpose != .retry else {
-            return
+    /// Carries out the machine's actions, and those decided meanwhile, in order.
+    private func perform(_ actions: [OutboxStateMachine.Action]) {
+        pendingActions += actions
+        guard !isPerforming else { return }
+        isPerforming = true
+        defer { isPerforming = false }
+        while !pendingActions.isEmpty {
+            let action = pendingActions.removeFirst()
+            switch action {
+            case .send(let id): beginSend(id)
+            case .save(let sequence): save(covering: sequence)
+            case .armTimer(let delay):
+                timer.arm(after: delay, on: clock) { [weak self] generation in
+                    self?.timerDidFire(generation)
+                }
+            case .cancelTimer: timer.cancel()
+            }
         }
-        // A retryable failure waits for its retry (or, once they are used up, for the app).
-        if machine.observedState == .didFailToSync, !explicitly { return }
-        guard let index = storedItems.firstIndex(where: { $0.state == .pending }) else {
-            becomeIdle()
-            return
-        }
-        let id = storedItems[index].id
-        guard let sequence = sequences[id], sequence <= savedSequence else { return }
-        beginSend(id)
     }
 
     private func beginSend(_ id: String) {
-        // Observation's handlers run before the change: one that enqueues must not start a send.
-        isBeginningSend = true
+        let wasSending = !sends.isEmpty || !discardedSends.isEmpty
+        sendCount += 1
+        let count = sendCount
         let updated = updateItem(id) { item, _ in
             item.state = .sending
             item.attempts += 1
         }
-        isBeginningSend = false
-        guard let item = updated else { return }
+        guard let item = updated, machine.state(of: id) == .sending else {
+            // Discarded by a handler told of the change: the machine has let it go.
+            return
+        }
         // Its record takes the count with the next save asked for: records change only with one,
         // so that what a save writes does not depend on when it runs.
         unsavedAttempts[item.id] = item.attempts
-        retryingID = nil
-        sendCount += 1
-        let count = sendCount
         let send = self.send
-        mutateIsSending {
-            sending = Sending(
-                id: item.id,
-                task: Task { [weak self] in
-                    do {
-                        try await send(item.change, item.idempotencyKey)
-                        self?.sendDidFinish(count, error: nil)
-                    } catch {
-                        self?.sendDidFinish(count, error: error)
-                    }
-                })
+        let task = Task { [weak self] in
+            let result: Result<OutboxOutcome<Change>, any Error>
+            do {
+                result = .success(try await send(item.change, item.idempotencyKey))
+            } catch {
+                result = .failure(error)
+            }
+            self?.sendDidFinish(id, count: count, result: result)
         }
-        perform { machine.stateChanged(to: .syncing, retryAllowed: true, now: clock.elapsed) }
+        if wasSending {
+            sends[id] = Sending(scope: item.scope, count: count, task: task)
+        } else {
+            mutateIsSending { sends[id] = Sending(scope: item.scope, count: count, task: task) }
+        }
     }
 
-    private func sendDidFinish(_ count: Int, error: (any Error)?) {
-        guard let id = sending?.id, sendCount == count else { return }
-        // The item changes while the send still counts as running, so that a handler told of the
-        // change (which may enqueue) starts nothing; a handler may also discard the item.
-        guard let error else {
-            let removed = removeItem(id)
-            endSend(count)
-            if removed {
-                sequences[id] = nil
-                forEachDisplay { $0.join(id) }
-                save()
-                perform { machine.stateChanged(to: .didSyncSuccessfully, retryAllowed: true, now: clock.elapsed) }
+    private func sendDidFinish(_ id: String, count: Int, result: Result<OutboxOutcome<Change>, any Error>) {
+        guard let sending = sends[id], sending.count == count else {
+            // A discarded item's send: its scope may go on.
+            guard let scope = discardedSends.removeValue(forKey: count) else { return }
+            if sends.isEmpty, discardedSends.isEmpty {
+                mutateIsSending {}
             }
-            continueSending()
+            perform(machine.discardedSendEnded(scope: scope, now: clock.elapsed))
             return
         }
-        let retryable = Self.isRetryable(error)
-        let updated = updateItem(id) { item, record in
-            item.state = retryable ? .pending : .failed
-            item.lastError = error
-            record.isFailed = !retryable
-            record.lastError = "\(error)"
-        }
-        if updated != nil, retryable {
-            // Before the send ends: a retry waits for its time from now on.
-            retryingID = id
-            perform {
-                machine.stateChanged(
-                    to: .didFailToSync, retryAllowed: true, retryAfter: (error as? any RetryAfterProviding)?.retryAfter,
-                    now: clock.elapsed)
-            }
-        }
-        endSend(count)
-        guard updated != nil else {
-            continueSending()
-            return
-        }
-        save()
-        if !retryable { continueSending() }
-    }
-
-    /// The send `count` is over (unless a newer one began meanwhile).
-    private func endSend(_ count: Int) {
-        guard sending != nil, sendCount == count else { return }
-        mutateIsSending { sending = nil }
-    }
-
-    /// Sends the next item after one went (sent, failed for good, discarded), or rests.
-    private func continueSending() {
-        startSending(explicitly: false)
-        if sending == nil, machine.observedState == .syncing || machine.observedState == .didSyncSuccessfully {
-            becomeIdle()
-        }
-    }
-
-    /// Nothing to send: the retry machinery rests (a refresh timer of the policy is not wanted).
-    private func becomeIdle() {
-        guard sending == nil, machine.observedState != .didFailToSync else { return }
-        perform { machine.stateChanged(to: .idle, retryAllowed: true, now: clock.elapsed) }
-    }
-
-    /// The item a retry waits for went: no retry.
-    private func stopRetrying() {
-        retryingID = nil
-        guard machine.observedState == .didFailToSync else { return }
-        perform { machine.stateChanged(to: .idle, retryAllowed: true, now: clock.elapsed) }
-    }
-
-    private func cancelSending() {
-        guard let sending else { return }
-        sending.task.cancel()
-        mutateIsSending { self.sending = nil }
-        updateItem(sending.id) { item, _ in item.state = .pending }
-    }
-
-    /// Retryable: what `RetryAfterProviding.isRetryable` says, or any `URLError`.
-    static func isRetryable(_ error: any Error) -> Bool {
-        if let error = error as? any RetryAfterProviding { return error.isRetryable }
-        return error is URLError
-    }
-
-    private func perform(_ decide: () -> [SyncerStateMachine.Action]) {
-        for action in decide() {
-            switch action {
-            case .cancelTimer:
-                timer.cancel()
-            case .schedule(let delay):
-                timer.arm(after: delay, on: clock) { [weak self] generation in
-                    self?.timerDidFire(generation)
+        endSend(id)
+        let actions: [OutboxStateMachine.Action]
+        switch result {
+        case .success(.applied):
+            let change = storedItems.first { $0.id == id }?.change
+            removeItem(id)
+            actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
+            if let change { join(id, as: change, replacing: false) }
+        case .success(.appliedAs(let applied)):
+            let later = machine.laterItems(inScopeOf: id)
+            removeItem(id)
+            actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
+            join(id, as: applied, replacing: true)
+            if let rebase {
+                for laterID in later {
+                    guard var change = storedItems.first(where: { $0.id == laterID })?.change else { continue }
+                    rebase(&change, applied)
+                    replaceChange(of: laterID, with: change)
                 }
-            case .sync, .syncIfNeeded:
-                startSending(explicitly: true)
-                let state: LoadableState = sending == nil ? .idle : .syncing
-                perform { machine.syncRequestHandled(state: state, retryAllowed: true, now: clock.elapsed) }
             }
+        case .success(.dropped):
+            removeItem(id)
+            actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
+            forEachDisplay { $0.drop(id) }
+        case .success(.conflict(let remote)):
+            let encoded = remote.flatMap { encode($0) }
+            updateItem(id) { item, record in
+                item.state = .conflict
+                item.remote = remote
+                record.isConflict = true
+                record.remote = encoded
+            }
+            actions = machine.sendEnded(id, result: .conflict, now: clock.elapsed)
+        case .failure(let error):
+            let retryable = shouldRetry(error)
+            updateItem(id) { item, record in
+                item.state = retryable ? .pending : .failed
+                item.lastError = error
+                record.isFailed = !retryable
+                record.lastError = "\(error)"
+                record.errorType = String(reflecting: type(of: error))
+            }
+            let hint = retryable ? (error as? any RetryAfterProviding)?.retryAfter : nil
+            actions = machine.sendEnded(
+                id, result: retryable ? .retry(hint: hint) : .failed, now: clock.elapsed)
+            keepRetryDeadline(of: id)
         }
+        perform(actions)
+    }
+
+    /// Writes the moment item `id`'s scope may send again into its record (wall-clock time), so
+    /// that a relaunch keeps the backoff and the server's `Retry-After`.
+    private func keepRetryDeadline(of id: String) {
+        let deadline = machine.holdDeadline(ofScopeOf: id)
+        let notBefore = deadline.map { now().timeIntervalSinceReferenceDate + Self.seconds($0 - clock.elapsed) }
+        stored.withLock { stored in
+            guard let index = stored.records.firstIndex(where: { $0.id == id }) else { return }
+            stored.records[index].notBefore = notBefore
+        }
+    }
+
+    /// The send of `id` is over: Observation is told when it was the last one running.
+    private func endSend(_ id: String) {
+        if sends.count == 1, discardedSends.isEmpty {
+            mutateIsSending { sends[id] = nil }
+        } else {
+            sends[id] = nil
+        }
+    }
+
+    /// A running send of a discarded item: its scope waits for it to end.
+    private func setAside(_ sending: Sending) {
+        sending.task.cancel()
+        discardedSends[sending.count] = sending.scope
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     private func timerDidFire(_ generation: Int) {
         guard timer.fired(generation) else { return }
-        perform { machine.timerFired(now: clock.elapsed) }
+        perform(machine.timerFired(now: clock.elapsed))
     }
 
     // MARK: - Saving and restoring
 
     /// Queues a save of the whole queue as it is now (replacing a save that waits for its turn).
-    private func save() {
+    private func save(covering covered: UInt64) {
         let stored = stored
         if !unsavedAttempts.isEmpty {
             stored.withLock { stored in
@@ -546,19 +782,18 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             }
             unsavedAttempts.removeAll(keepingCapacity: true)
         }
-        requestedSave += 1
-        let covered = requestedSave
         let cache = cache
         let key = key
         // While the restore runs, the items of earlier launches are not known here: the save adds
         // the items to those in the cache (so that an item enqueued now is kept even if the
         // outbox goes before its restore finishes). After a read of them failed, each save adds
         // to them too, and hands them over once it can read them.
-        let mode: OutboxSaveMode = isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
+        let mode: OutboxSaveMode =
+            machine.isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
         let savedAt = now()
         CacheQueue.enqueueSave(in: cache, key: key) { [weak self] in
             // The queue as it is when the save runs (this save's items, and any enqueued since).
-            let records = stored.withLock { $0.records.filter { !$0.isUnsaved } + $0.setAside }
+            let records = stored.withLock { $0.records.filter { !$0.isUnsaved } + $0.setAside + $0.sent }
             let outcome = await OutboxStorage.save(
                 records, savedAt: savedAt, in: cache, key: key, mode: mode, as: Change.self)
             return { [weak self] in self?.saveDidFinish(covering: covered, outcome: outcome) }
@@ -568,14 +803,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func saveDidFinish(covering sequence: UInt64, outcome: OutboxSaveOutcome<Change>) {
         if let adopted = outcome.adopted, storedIsUnread {
             storedIsUnread = false
-            putFirst(adopted)
+            perform(putFirst(adopted))
             for error in adopted.newlySetAside { report(error) }
         }
-        saveDidFinish(covering: sequence, error: outcome.error)
-    }
-
-    private func saveDidFinish(covering sequence: UInt64, error: LoadableCacheError?) {
-        if let error { report(error) }
+        if let error = outcome.error { report(error) }
         guard sequence > savedSequence else { return }
         savedSequence = sequence
         if !saveWaiters.isEmpty {
@@ -583,16 +814,19 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             saveWaiters.removeAll { $0.sequence <= sequence }
             for waiter in done { waiter.continuation.resume() }
         }
-        startSending(explicitly: false)
+        perform(machine.saveFinished(sequence, now: clock.elapsed))
     }
 
     private func restoreDidFinish(_ outcome: OutboxRestoreOutcome<Change>) {
-        isRestoring = false
+        machine.finishRestoring()
+        var actions: [OutboxStateMachine.Action] = []
         if !dropsRestored {
-            putFirst(outcome)
+            actions = putFirst(outcome)
             // Not read for another reason than its bytes: the stored queue may be good. Saves add
             // to it until a read succeeds.
             if case .loadFailed? = outcome.error { storedIsUnread = true }
+        } else {
+            actions = machine.adopt([], now: clock.elapsed)
         }
         if let error = outcome.error { report(error) }
         if !dropsRestored {
@@ -602,28 +836,50 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         dropsRestored = false
         if savesAfterRestore {
             savesAfterRestore = false
-            save()
+            actions.insert(machine.requestSave(), at: 0)
         }
         let waiters = restoreWaiters
         restoreWaiters = []
         for waiter in waiters { waiter.resume() }
-        startSending(explicitly: false)
+        perform(actions)
     }
 
     /// Puts the items of earlier launches (older than those enqueued since) before the others,
-    /// on the loadables too, and keeps those set aside.
-    private func putFirst(_ outcome: OutboxRestoreOutcome<Change>) {
-        stored.withLock { $0.setAside.append(contentsOf: outcome.setAside) }
-        let found = outcome.items.filter { sequences[$0.item.id] == nil }
-        guard !found.isEmpty else { return }
+    /// on the loadables too, and keeps those set aside and the sent changes; returns what the
+    /// machine decided.
+    private func putFirst(_ outcome: OutboxRestoreOutcome<Change>) -> [OutboxStateMachine.Action] {
+        let wallNow = now().timeIntervalSinceReferenceDate
+        let elapsed = clock.elapsed
+        let knownSent = Set(sentChanges.map(\.id))
+        let sent = outcome.sent.filter { !knownSent.contains($0.record.id) }
+        stored.withLock {
+            $0.setAside.append(contentsOf: outcome.setAside)
+            $0.sent.insert(contentsOf: sent.map(\.record), at: 0)
+        }
+        sentChanges.insert(contentsOf: sent.map { ($0.record.id, $0.change) }, at: 0)
+        let found = outcome.items.filter { machine.state(of: $0.item.id) == nil }
+        let restored = found.map { item, record in
+            let state: OutboxStateMachine.SlotState =
+                switch item.state {
+                case .pending, .sending: .pending
+                case .failed: .failed
+                case .conflict: .conflict
+                }
+            let notBefore = record.notBefore.map { elapsed + .seconds($0 - wallNow) }
+            return (id: item.id, scope: item.scope, state: state, notBefore: notBefore)
+        }
+        guard !found.isEmpty else { return machine.adopt([], now: elapsed) }
         let newer = storedItems
         for item in newer { forEachDisplay { $0.drop(item.id) } }
-        for (item, _) in found { sequences[item.id] = 0 }
         mutateItems { items, records in
             items.insert(contentsOf: found.map { $0.item }, at: 0)
             records.insert(contentsOf: found.map { $0.record }, at: 0)
         }
+        // Known to the machine first (layers are shown for known items), sent only once the
+        // layers are back.
+        let actions = machine.adopt(restored, now: elapsed)
         for item in storedItems { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
+        return actions
     }
 
     private func report(_ error: any Error) {
@@ -696,25 +952,23 @@ extension LoadableOutbox: ActivityMonitorFollower {
     package func activityDidChange() {
         let paused = !activity.allowsSyncing
         if paused != storedIsPaused { mutateIsPaused { storedIsPaused = paused } }
-        let resumes = !paused && machine.isPaused
-        perform {
-            machine.activityChanged(
-                paused: paused, offline: activity.isOffline, retryAllowed: true,
-                needsSync: storedItems.contains { $0.state == .pending }, now: clock.elapsed)
-        }
-        if resumes { startSending(explicitly: false) }
+        perform(machine.activityChanged(paused: paused, offline: activity.isOffline, now: clock.elapsed))
     }
 }
 
-/// The records of an outbox's items, in order, and of the items set aside.
+/// The records of an outbox's items, in order, of the items set aside, and of the changes sent
+/// that no loadable showed yet.
 private struct StoredRecords {
     var records: [OutboxRecord] = []
     var setAside: [OutboxRecord] = []
+    var sent: [OutboxRecord] = []
 }
 
-/// The send that runs.
+/// A send that runs.
 private struct Sending {
-    let id: String
+    let scope: String?
+    /// The send's number.
+    let count: Int
     let task: Task<Void, Never>
 }
 

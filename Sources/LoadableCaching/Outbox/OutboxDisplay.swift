@@ -13,8 +13,18 @@ class OutboxDisplay<Change> {
     /// Shows `change` (of item `id`) as a layer, above the layers shown already.
     func add(_ id: String, _ change: Change) {}
 
-    /// The item `id` reached the server: its change joins the base contents.
-    func join(_ id: String) {}
+    /// Shows `change`, which the server has already, above the contents until the loadable's next
+    /// successful sync; `settled` is called then, if the change concerned the contents.
+    func addSent(_ change: Change, settled: @escaping @MainActor () -> Void) {}
+
+    /// Item `id`'s change is now `change` (merged, rebased, resolved, or the server's version):
+    /// its layer shows that instead, in its place.
+    func replace(_ id: String, _ change: Change) {}
+
+    /// The item `id` reached the server: its change joins the base contents. Returns whether the
+    /// change concerned the loadable's contents (`false` also when it has none yet: then the
+    /// change stays above the first contents until the next successful sync).
+    func join(_ id: String) -> Bool { false }
 
     /// The item `id` was discarded: its layer goes.
     func drop(_ id: String) {}
@@ -24,8 +34,9 @@ class OutboxDisplay<Change> {
 final class OutboxLoadableDisplay<Change, Contents>: OutboxDisplay<Change> {
     private weak var loadable: PushLoadable<Contents>?
     private let apply: @MainActor (inout Contents, Change) -> Bool
-    /// The loadable's layer of each item shown.
-    private var layers: [String: Int] = [:]
+    /// The loadable's layer of each item shown, and where the layer says whether it concerns the
+    /// contents.
+    private var layers: [String: (layer: Int, concern: PendingChangeConcern)] = [:]
 
     init(loadable: PushLoadable<Contents>, apply: @escaping @MainActor (inout Contents, Change) -> Bool) {
         self.loadable = loadable
@@ -38,18 +49,39 @@ final class OutboxLoadableDisplay<Change, Contents>: OutboxDisplay<Change> {
 
     override func add(_ id: String, _ change: Change) {
         guard let loadable else { return }
-        let apply = self.apply
         let concern = PendingChangeConcern()
-        layers[id] = loadable.addPendingChange({ concern.concerns = apply(&$0, change) }, concern: concern)
+        let layer = loadable.addPendingChange(applying(change, concern), concern: concern)
+        layers[id] = (layer, concern)
     }
 
-    override func join(_ id: String) {
-        guard let layer = layers.removeValue(forKey: id) else { return }
-        loadable?.joinPendingChange(layer)
+    override func addSent(_ change: Change, settled: @escaping @MainActor () -> Void) {
+        guard let loadable else { return }
+        let concern = PendingChangeConcern()
+        concern.settled = settled
+        _ = loadable.addPendingChange(applying(change, concern), concern: concern, isSent: true)
+    }
+
+    override func replace(_ id: String, _ change: Change) {
+        guard let shown = layers[id] else { return }
+        loadable?.replacePendingChange(shown.layer, with: applying(change, shown.concern))
+    }
+
+    override func join(_ id: String) -> Bool {
+        guard let shown = layers.removeValue(forKey: id), let loadable else { return false }
+        let hasContents = loadable.baseContents != nil
+        loadable.joinPendingChange(shown.layer)
+        return hasContents && shown.concern.concerns
     }
 
     override func drop(_ id: String) {
-        guard let layer = layers.removeValue(forKey: id) else { return }
-        loadable?.dropPendingChange(layer)
+        guard let shown = layers.removeValue(forKey: id) else { return }
+        loadable?.dropPendingChange(shown.layer)
+    }
+
+    private func applying(
+        _ change: Change, _ concern: PendingChangeConcern
+    ) -> @MainActor (inout Contents) -> Void {
+        let apply = self.apply
+        return { concern.concerns = apply(&$0, change) }
     }
 }

@@ -4,6 +4,8 @@ internal import Foundation
 struct OutboxRestoreOutcome<Change: Codable & Sendable>: Sendable {
     /// The items to send, in order, with their records.
     var items: [(item: OutboxItem<Change>, record: OutboxRecord)] = []
+    /// The changes sent that no loadable showed yet, with their records.
+    var sent: [(change: Change, record: OutboxRecord)] = []
     /// The items set aside (now or earlier) whose change does not decode.
     var setAside: [OutboxRecord] = []
     /// One error per item set aside by this restore.
@@ -110,7 +112,7 @@ enum OutboxStorage {
     > {
         do {
             guard let entry = try await cache.load(key: key) else { return .success([]) }
-            guard entry.version == OutboxFormat.version else {
+            guard OutboxFormat.reads(version: entry.version) else {
                 return .failure(.versionMismatch(key: key, found: entry.version, expected: OutboxFormat.version))
             }
             do {
@@ -135,21 +137,33 @@ enum OutboxStorage {
         for var record in records {
             do {
                 let change = try decoder.decode(Change.self, from: record.change)
-                let lastError = record.lastError.isEmpty ? nil : OutboxRestoredError(description: record.lastError)
+                if record.isSent {
+                    outcome.sent.append((change, record))
+                    continue
+                }
+                let remote = try record.remote.map { try decoder.decode(Change.self, from: $0) }
+                let lastError =
+                    record.lastError.isEmpty
+                    ? nil : OutboxRestoredError(typeName: record.errorType, description: record.lastError)
+                let state: OutboxItem<Change>.State =
+                    record.isConflict ? .conflict : record.isFailed || record.isSetAside ? .failed : .pending
                 let item = OutboxItem(
-                    id: record.id, change: change, idempotencyKey: record.idempotencyKey,
+                    id: record.id, change: change, idempotencyKey: record.idempotencyKey, scope: record.scope,
                     enqueuedAt: Date(timeIntervalSinceReferenceDate: record.enqueuedAt), attempts: record.attempts,
                     lastError: record.isSetAside ? OutboxRestoredError(description: setAsideDescription) : lastError,
-                    state: record.isFailed || record.isSetAside ? .failed : .pending)
+                    state: state, remote: remote)
                 if record.isSetAside {
                     // Decodes again: back, failed, for the app to retry or discard.
                     outcome.hasRestoredSetAside = true
                     record.isSetAside = false
                     record.isFailed = true
                     record.lastError = setAsideDescription
+                    record.errorType = ""
                 }
                 outcome.items.append((item, record))
             } catch {
+                // A sent change that no longer decodes only served to show it: forgotten.
+                if record.isSent { continue }
                 if !record.isSetAside {
                     record.isSetAside = true
                     outcome.newlySetAside.append(

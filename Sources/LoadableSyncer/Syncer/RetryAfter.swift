@@ -43,11 +43,23 @@ public protocol RetryAfterProviding: Error {
     /// }
     /// ```
     var isRetryable: Bool { get }
+
+    /// Whether a write sent with an idempotency key may be sent again, with the same key, after
+    /// this error: ``isRetryable`` unless the conforming type says otherwise.
+    ///
+    /// `LoadableOutbox`'s default retry rule asks it. An HTTP `409` without `Retry-After` answers
+    /// `true`: to a request that carries an `Idempotency-Key` (every outbox send does), it is the
+    /// IETF draft's "a request with this key is still being processed", which a later retry
+    /// resolves.
+    var isRetryableWithIdempotencyKey: Bool { get }
 }
 
 extension RetryAfterProviding {
     /// `true`: a retry may succeed.
     public var isRetryable: Bool { true }
+
+    /// ``isRetryable``: a write is retried when any request would be.
+    public var isRetryableWithIdempotencyKey: Bool { isRetryable }
 }
 
 /// Reading HTTP `Retry-After` header values.

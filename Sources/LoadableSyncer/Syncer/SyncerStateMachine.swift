@@ -98,7 +98,7 @@ package struct SyncerStateMachine {
     private(set) var isOutOfRetries = false
     /// The moment before which a catch-up may not retry the failure seen last: its time plus its
     /// hint (capped by ``maxRetryAfter``); `nil` when it had no hint, or after any other transition.
-    private(set) var retryAfterDeadline: Duration?
+    package private(set) var retryAfterDeadline: Duration?
     /// The longest retry delay a hint may ask for.
     package var maxRetryAfter: Duration = .seconds(3600)
 
