@@ -167,7 +167,7 @@ struct OfflineGuideHTTPTests {
         try await seven.synced()
         #expect(seven.contents?.title == "On the train", "the server's note has it")
         await outbox.saved()
-        #expect(await cache.keys.contains("outbox/outbox"))
+        #expect(await cache.keys.contains("outbox/outbox#0#1"))
     }
 
     @Test("a 503 with Retry-After: the same edit, the same key, after the server's delay; applied once")

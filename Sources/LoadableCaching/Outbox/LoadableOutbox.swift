@@ -120,7 +120,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// with a save asked for (or in ways a save merges the same whatever it reads, while
     /// restoring), so that after the saves asked for, the cache holds the same bytes however the
     /// saves ran.
-    private let stored = Locked(StoredRecords())
+    private let stored = Locked(OutboxRecords())
     /// The changes sent that no loadable showed yet, by the id of their record: shown on the
     /// loadables of later ``show(on:_:)`` calls until they sync.
     private var sentChanges: [(id: String, change: Change)] = []
@@ -138,8 +138,6 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private var savedSequence: UInt64 = 0
     private var saveWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
     private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
-    /// An item was discarded while restoring: the queue is saved whole when the restore finishes.
-    private var savesAfterRestore = false
     /// ``removeAll()`` was called while restoring: what the restore finds is dropped.
     private var dropsRestored = false
     /// The stored queue could not be read (for another reason than its bytes): saves add to it.
@@ -225,8 +223,16 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             isOffline: activity.isOffline)
         CacheClaims.claim(cache, key: key, for: self)
         activity.addFollower(self)
+        let stored = stored
         CacheQueue.enqueue(in: cache, key: key) { [weak self] in
+            let claimed = await OutboxStorage.claimSlot(in: cache, key: key)
+            stored.withLock {
+                $0.slot = claimed?.slot
+                $0.slotLock = claimed?.lock
+            }
             let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
+            // Before any save: the next entry goes after those read.
+            stored.withLock { $0.didRead(outcome.journal) }
             return { [weak self] in self?.restoreDidFinish(outcome) }
         }
     }
@@ -398,8 +404,6 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             }
         }
         removeItem(id)
-        // A save that adds to the stored items cannot remove one: a whole save follows the restore.
-        if machine.isRestoring { savesAfterRestore = true }
         forEachDisplay { $0.drop(id) }
         perform(actions)
     }
@@ -423,47 +427,25 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         }
         unsavedAttempts.removeAll()
         sentChanges.removeAll()
-        stored.withLock {
-            $0.setAside.removeAll()
-            $0.sent.removeAll()
-        }
         storedIsUnread = false
         for id in ids { forEachDisplay { $0.drop(id) } }
-        if machine.isRestoring {
-            dropsRestored = true
-            savesAfterRestore = false
-        }
-        // Not a save of the empty queue: the entry goes, those of earlier launches with it.
+        if machine.isRestoring { dropsRestored = true }
+        // Not a save of the empty queue: the entries go, those of earlier launches with them.
         var removal: UInt64?
         actions.removeAll { action in
             guard case .save(let sequence) = action else { return false }
             removal = sequence
             return true
         }
-        if let removal { removeEntry(covering: removal) }
+        if let removal { removeEntries(covering: removal) }
         perform(actions)
-    }
-
-    /// Removes the entry (logout).
-    private func removeEntry(covering covered: UInt64) {
-        let cache = cache
-        let key = key
-        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
-            var failure: LoadableCacheError?
-            do {
-                try await cache.remove(key: key)
-            } catch {
-                failure = error as? LoadableCacheError ?? .removeFailed(key: key, underlying: error)
-            }
-            return { [weak self] in self?.saveDidFinish(covering: covered, outcome: OutboxSaveOutcome(error: failure)) }
-        }
     }
 
     /// Returns once the queue as it is now is in the cache: every item enqueued before the call,
     /// and every removal and change of state (or the save failed, which ``onError`` is told of).
     /// Returns at once when it is already.
     public func saved() async {
-        let sequence = machine.requestedSave + (savesAfterRestore ? 1 : 0)
+        let sequence = machine.requestedSave
         guard savedSequence < sequence else { return }
         await withCheckedContinuation { saveWaiters.append((sequence, $0)) }
     }
@@ -589,10 +571,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         record.isSent = true
         record.sentAt = now().timeIntervalSinceReferenceDate
         sentChanges.append((recordID, change))
-        stored.withLock { $0.sent.append(record) }
+        stored.withLock { $0.addSent(record) }
         if sentChanges.count > Self.maxSentChanges {
             let dropped = sentChanges.removeFirst().id
-            stored.withLock { $0.sent.removeAll { $0.id == dropped } }
+            stored.withLock { $0.removeSent { $0.id == dropped } }
         }
     }
 
@@ -600,7 +582,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func sentChangeDidSettle(_ id: String) {
         guard sentChanges.contains(where: { $0.id == id }) else { return }
         sentChanges.removeAll { $0.id == id }
-        stored.withLock { $0.sent.removeAll { $0.id == id } }
+        stored.withLock { $0.removeSent { $0.id == id } }
         perform([machine.requestSave()])
     }
 
@@ -610,7 +592,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let oldest = now().timeIntervalSinceReferenceDate - Self.sentChangeLifetime
         let expired = stored.withLock { stored in
             let expired = Set(stored.sent.filter { $0.sentAt < oldest }.map(\.id))
-            stored.sent.removeAll { expired.contains($0.id) }
+            stored.removeSent { expired.contains($0.id) }
             return expired
         }
         guard !expired.isEmpty else { return }
@@ -737,10 +719,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func keepRetryDeadline(of id: String) {
         let deadline = machine.holdDeadline(ofScopeOf: id)
         let notBefore = deadline.map { now().timeIntervalSinceReferenceDate + Self.seconds($0 - clock.elapsed) }
-        stored.withLock { stored in
-            guard let index = stored.records.firstIndex(where: { $0.id == id }) else { return }
-            stored.records[index].notBefore = notBefore
-        }
+        stored.withLock { _ = $0.update(id) { $0.notBefore = notBefore } }
     }
 
     /// The send of `id` is over: Observation is told when it was the last one running.
@@ -769,44 +748,67 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     // MARK: - Saving and restoring
 
-    /// Queues a save of the whole queue as it is now (replacing a save that waits for its turn).
+    /// Queues a save of the changes made so far (replacing a save that waits for its turn): one
+    /// entry of the outbox's journal, and now and then a snapshot of the whole queue instead.
     private func save(covering covered: UInt64) {
         let stored = stored
         if !unsavedAttempts.isEmpty {
             stored.withLock { stored in
-                for (id, attempts) in unsavedAttempts {
-                    if let index = stored.records.firstIndex(where: { $0.id == id }) {
-                        stored.records[index].attempts = attempts
-                    }
-                }
+                for (id, attempts) in unsavedAttempts { stored.update(id) { $0.attempts = attempts } }
             }
             unsavedAttempts.removeAll(keepingCapacity: true)
         }
         let cache = cache
         let key = key
-        // While the restore runs, the items of earlier launches are not known here: the save adds
-        // the items to those in the cache (so that an item enqueued now is kept even if the
-        // outbox goes before its restore finishes). After a read of them failed, each save adds
-        // to them too, and hands them over once it can read them.
-        let mode: OutboxSaveMode =
-            machine.isRestoring ? .addingToStored : storedIsUnread ? .adoptingStored : .whole
+        // After a read of the stored queue failed, each save tries to read it again, and hands
+        // over its items once it can.
+        let readsStored = storedIsUnread
         let savedAt = now()
         CacheQueue.enqueueSave(in: cache, key: key) { [weak self] in
-            // The queue as it is when the save runs (this save's items, and any enqueued since).
-            let records = stored.withLock { $0.records.filter { !$0.isUnsaved } + $0.setAside + $0.sent }
-            let outcome = await OutboxStorage.save(
-                records, savedAt: savedAt, in: cache, key: key, mode: mode, as: Change.self)
-            return { [weak self] in self?.saveDidFinish(covering: covered, outcome: outcome) }
+            var errors: [LoadableCacheError] = []
+            var adopted: OutboxRestoreOutcome<Change>?
+            if readsStored {
+                // Until the stored queue is read, this outbox does not know where its journal
+                // ends: nothing is written.
+                let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
+                if let error = outcome.error {
+                    return { [weak self] in self?.saveDidFinish(covering: covered, errors: [error]) }
+                }
+                stored.withLock { $0.didRead(outcome.journal) }
+                adopted = outcome
+            }
+            // The changes as they are when the save runs (this save's, and any made since).
+            if let save = stored.withLock({ $0.takeOperations() }) {
+                let error: LoadableCacheError?
+                if let slot = save.slot {
+                    error = await OutboxStorage.append(
+                        save.operations, slot: slot, number: save.number, savedAt: savedAt, in: cache, key: key)
+                } else {
+                    error = .saveFailed(key: key, underlying: OutboxWithoutWriterSlot())
+                }
+                stored.withLock { $0.didAppend(save, error: error) }
+                if let error { errors.append(error) }
+            }
+            if let snapshot = stored.withLock({ $0.snapshotIfDue() }) {
+                let error = await OutboxStorage.writeSnapshot(
+                    snapshot.records, journal: snapshot.journal, savedAt: savedAt, in: cache, key: key)
+                stored.withLock { $0.didWriteSnapshot(covering: snapshot.journal, error: error) }
+                if let error { errors.append(error) }
+            }
+            return { [weak self] in self?.saveDidFinish(covering: covered, errors: errors, adopted: adopted) }
         }
     }
 
-    private func saveDidFinish(covering sequence: UInt64, outcome: OutboxSaveOutcome<Change>) {
-        if let adopted = outcome.adopted, storedIsUnread {
+    private func saveDidFinish(
+        covering sequence: UInt64, errors: [LoadableCacheError], adopted: OutboxRestoreOutcome<Change>? = nil
+    ) {
+        if let adopted, storedIsUnread {
             storedIsUnread = false
             perform(putFirst(adopted))
+            stored.withLock { $0.hasStoredItems = true }
             for error in adopted.newlySetAside { report(error) }
         }
-        if let error = outcome.error { report(error) }
+        for error in errors { report(error) }
         guard sequence > savedSequence else { return }
         savedSequence = sequence
         if !saveWaiters.isEmpty {
@@ -817,25 +819,57 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         perform(machine.saveFinished(sequence, now: clock.elapsed))
     }
 
+    /// Removes every entry of the queue (logout); a writer of another process that is still alive
+    /// finds a snapshot that covers what it wrote so far.
+    private func removeEntries(covering covered: UInt64) {
+        let stored = stored
+        let cache = cache
+        let key = key
+        let savedAt = now()
+        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
+            let (journal, slot) = stored.withLock { ($0.journal, $0.slot) }
+            let othersWrote = (0..<OutboxJournal.slots).contains { $0 != slot && journal.read[$0] > 0 }
+            var error = await OutboxStorage.removeAll(journal: journal, in: cache, key: key)
+            var kept = OutboxJournal()
+            if othersWrote {
+                // Their next entries must still be found after this snapshot; this outbox starts
+                // its journal over.
+                kept.read = journal.read
+                if let slot { kept.read[slot] = 0 }
+                kept.folded = kept.read
+                error =
+                    await OutboxStorage.writeSnapshot([], journal: kept, savedAt: savedAt, in: cache, key: key)
+                    ?? error
+            }
+            stored.withLock {
+                $0.journal = kept
+                $0.entriesSinceSnapshot = 0
+            }
+            let errors = error.map { [$0] } ?? []
+            return { [weak self] in self?.saveDidFinish(covering: covered, errors: errors) }
+        }
+    }
+
     private func restoreDidFinish(_ outcome: OutboxRestoreOutcome<Change>) {
         machine.finishRestoring()
         var actions: [OutboxStateMachine.Action] = []
         if !dropsRestored {
             actions = putFirst(outcome)
             // Not read for another reason than its bytes: the stored queue may be good. Saves add
-            // to it until a read succeeds.
+            // to it (the journal keeps it) until a read succeeds.
             if case .loadFailed? = outcome.error { storedIsUnread = true }
         } else {
             actions = machine.adopt([], now: clock.elapsed)
         }
+        stored.withLock { $0.hasStoredItems = !storedIsUnread }
         if let error = outcome.error { report(error) }
         if !dropsRestored {
             for error in outcome.newlySetAside { report(error) }
-            if !outcome.newlySetAside.isEmpty || outcome.hasRestoredSetAside { savesAfterRestore = true }
         }
         dropsRestored = false
-        if savesAfterRestore {
-            savesAfterRestore = false
+        // Changes this restore made to records (items set aside or back) are saved, by the save
+        // already asked for if one waits.
+        if machine.requestedSave == savedSequence, stored.withLock({ !$0.operations.isEmpty }) {
             actions.insert(machine.requestSave(), at: 0)
         }
         let waiters = restoreWaiters
@@ -852,12 +886,20 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let elapsed = clock.elapsed
         let knownSent = Set(sentChanges.map(\.id))
         let sent = outcome.sent.filter { !knownSent.contains($0.record.id) }
-        stored.withLock {
-            $0.setAside.append(contentsOf: outcome.setAside)
-            $0.sent.insert(contentsOf: sent.map(\.record), at: 0)
+        let found = outcome.items.filter { machine.state(of: $0.item.id) == nil }
+        // Records this read changed (set aside now, or back from being set aside) are saved so.
+        let changesRecords = !outcome.newlySetAside.isEmpty || outcome.hasRestoredSetAside
+        stored.withLock { stored in
+            let knownSetAside = Set(stored.setAside.map(\.id))
+            let setAside = outcome.setAside.filter { !knownSetAside.contains($0.id) }
+            stored.setAside.append(contentsOf: setAside)
+            stored.sent.insert(contentsOf: sent.map(\.record), at: 0)
+            if changesRecords {
+                for record in setAside { stored.operations.append(.put(record)) }
+                for (_, record) in found { stored.operations.append(.put(record)) }
+            }
         }
         sentChanges.insert(contentsOf: sent.map { ($0.record.id, $0.change) }, at: 0)
-        let found = outcome.items.filter { machine.state(of: $0.item.id) == nil }
         let restored = found.map { item, record in
             let state: OutboxStateMachine.SlotState =
                 switch item.state {
@@ -873,7 +915,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         for item in newer { forEachDisplay { $0.drop(item.id) } }
         mutateItems { items, records in
             items.insert(contentsOf: found.map { $0.item }, at: 0)
-            records.insert(contentsOf: found.map { $0.record }, at: 0)
+            records.records.insert(contentsOf: found.map { $0.record }, at: 0)
         }
         // Known to the machine first (layers are shown for known items), sent only once the
         // layers are back.
@@ -905,9 +947,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     }
 
     /// Changes the items and their records together.
-    private func mutateItems(_ body: (inout [OutboxItem<Change>], inout [OutboxRecord]) -> Void) {
+    private func mutateItems(_ body: (inout [OutboxItem<Change>], inout OutboxRecords) -> Void) {
         mutate(OutboxObservationKey.items) {
-            stored.withLock { body(&storedItems, &$0.records) }
+            stored.withLock { body(&storedItems, &$0) }
         }
     }
 
@@ -927,9 +969,11 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     ) -> OutboxItem<Change>? {
         var updated: OutboxItem<Change>?
         mutateItems { items, records in
-            guard let index = records.firstIndex(where: { $0.id == id }) else { return }
-            body(&items[index], &records[index])
-            updated = items[index]
+            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
+            var item = items[index]
+            records.update(id) { body(&item, &$0) }
+            items[index] = item
+            updated = item
         }
         return updated
     }
@@ -939,7 +983,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func removeItem(_ id: String) -> Bool {
         var removed = false
         mutateItems { items, records in
-            guard let index = records.firstIndex(where: { $0.id == id }) else { return }
+            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
             items.remove(at: index)
             records.remove(at: index)
             removed = true
@@ -954,14 +998,6 @@ extension LoadableOutbox: ActivityMonitorFollower {
         if paused != storedIsPaused { mutateIsPaused { storedIsPaused = paused } }
         perform(machine.activityChanged(paused: paused, offline: activity.isOffline, now: clock.elapsed))
     }
-}
-
-/// The records of an outbox's items, in order, of the items set aside, and of the changes sent
-/// that no loadable showed yet.
-private struct StoredRecords {
-    var records: [OutboxRecord] = []
-    var setAside: [OutboxRecord] = []
-    var sent: [OutboxRecord] = []
 }
 
 /// A send that runs.

@@ -1,6 +1,6 @@
 internal import Foundation
 
-/// What an outbox's restore found.
+/// What an outbox's read of its entries found.
 struct OutboxRestoreOutcome<Change: Codable & Sendable>: Sendable {
     /// The items to send, in order, with their records.
     var items: [(item: OutboxItem<Change>, record: OutboxRecord)] = []
@@ -8,11 +8,13 @@ struct OutboxRestoreOutcome<Change: Codable & Sendable>: Sendable {
     var sent: [(change: Change, record: OutboxRecord)] = []
     /// The items set aside (now or earlier) whose change does not decode.
     var setAside: [OutboxRecord] = []
-    /// One error per item set aside by this restore.
+    /// One error per item set aside by this read.
     var newlySetAside: [LoadableCacheError] = []
     /// Whether an item set aside earlier decodes again (it is back, as failed).
     var hasRestoredSetAside = false
-    /// Why the entry could not be read or used.
+    /// How far each writer's journal was read.
+    var journal = OutboxJournal()
+    /// Why the entries could not be read or used.
     var error: LoadableCacheError?
 }
 
@@ -26,77 +28,111 @@ struct OutboxItemSetAside: Error, CustomStringConvertible {
     }
 }
 
-/// How a save treats the queue already in the cache.
-enum OutboxSaveMode: Sendable {
-    /// Replaces it: the outbox knows every item.
-    case whole
-    /// Adds the items to those stored (whose ids it does not carry): while the restore runs.
-    case addingToStored
-    /// Adds the items to those stored, and hands the stored ones back: after a read of the queue
-    /// failed for a reason other than its bytes, until a read succeeds.
-    case adoptingStored
+/// How far the journals of the writer slots go: the last entry folded into the snapshot, and the
+/// last entry read, per slot.
+struct OutboxJournal: Sendable, Equatable {
+    /// The number of writer slots: the processes that may write one outbox's entries at once.
+    static let slots = 8
+
+    var folded = [UInt64](repeating: 0, count: slots)
+    var read = [UInt64](repeating: 0, count: slots)
 }
 
-/// What a save did.
-struct OutboxSaveOutcome<Change: Codable & Sendable>: Sendable {
-    /// Why the queue could not be read or written, if it could not.
-    var error: LoadableCacheError?
-    /// For ``OutboxSaveMode/adoptingStored``, once the stored queue could be read: its items
-    /// the save did not carry.
-    var adopted: OutboxRestoreOutcome<Change>?
-}
-
-/// The outbox's reads and writes of its entry, off the main actor.
+/// The outbox's reads and writes of its entries, off the main actor.
+///
+/// The queue is kept as a snapshot under the outbox's key and a journal per writer (a process):
+/// each save appends the changes made since the last one as one entry, `<key>#<slot>#<number>`,
+/// so a save costs the same with 1,000 items pending as with none. Now and then the process that
+/// sends (the only one that does) writes a new snapshot of the whole queue, which says how far
+/// each writer's journal it covers, and removes the entries it covers. A read folds the snapshot
+/// and every entry after it. A crash at any moment leaves whole entries (each is one save): a
+/// snapshot written before the removal of the entries it covers leaves entries a read skips.
 enum OutboxStorage {
-    /// Saves `records`, as the whole queue or added to the stored one (see ``OutboxSaveMode``).
-    ///
-    /// A save that must add to the stored queue and cannot read it writes nothing: the stored
-    /// items may be good, and replacing them would lose them.
-    static func save<Change: Codable & Sendable>(
-        _ records: [OutboxRecord], savedAt: Date, in cache: any LoadableCache, key: String, mode: OutboxSaveMode,
-        as _: Change.Type
-    ) async -> OutboxSaveOutcome<Change> {
-        var records = records
-        var outcome = OutboxSaveOutcome<Change>()
-        if mode != .whole {
-            let stored: [OutboxRecord]
-            switch await read(from: cache, key: key) {
-            case .success(let found):
-                stored = found
-            case .failure(let error):
-                guard case .loadFailed = error else {
-                    // Bytes that are not an outbox were reported by the restore: replaced.
-                    stored = []
-                    break
-                }
-                return OutboxSaveOutcome(error: error)
-            }
-            let ids = Set(records.map(\.id))
-            let others = stored.filter { !ids.contains($0.id) }
-            if mode == .adoptingStored { outcome.adopted = items(from: others, key: key) }
-            records = others + records
+    /// The key of entry `number` of `slot`'s journal.
+    static func journalKey(_ key: String, slot: Int, number: UInt64) -> String {
+        "\(key)#\(slot)#\(number)"
+    }
+
+    /// The name of the lock a process holds while it writes through `slot`.
+    static func writerLock(_ key: String, slot: Int) -> String { "\(key)#writer\(slot)" }
+
+    /// Takes the first free writer slot: returns it and its lock, or `nil` when every slot is taken
+    /// (or the cache could not lock).
+    static func claimSlot(in cache: any LoadableCache, key: String) async -> (slot: Int, lock: LoadableCacheLock)? {
+        for slot in 0..<OutboxJournal.slots {
+            if let lock = try? await cache.tryLock(key: writerLock(key, slot: slot)) { return (slot, lock) }
         }
+        return nil
+    }
+
+    /// Appends `operations` as entry `number` of `slot`'s journal.
+    static func append(
+        _ operations: [OutboxOperation], slot: Int, number: UInt64, savedAt: Date, in cache: any LoadableCache,
+        key: String
+    ) async -> LoadableCacheError? {
+        let entryKey = journalKey(key, slot: slot, number: number)
         // Unsent changes exist nowhere else: pinned, so that no cache limit evicts them and no
         // removal by date removes them.
         let entry = CachedEntry(
-            data: OutboxFormat.encode(records), savedAt: savedAt, version: OutboxFormat.version,
+            data: OutboxFormat.encode(operations), savedAt: savedAt, version: OutboxFormat.version, isPinned: true)
+        do {
+            try CachedEntry.checkSavedAt(savedAt, key: key)
+            try await cache.save(entry, key: entryKey)
+            return nil
+        } catch {
+            return error as? LoadableCacheError ?? .saveFailed(key: entryKey, underlying: error)
+        }
+    }
+
+    /// Writes the snapshot of `records`, covering each slot's journal up to `journal.read`, then
+    /// removes the entries it covers that the last snapshot did not.
+    static func writeSnapshot(
+        _ records: [OutboxRecord], journal: OutboxJournal, savedAt: Date, in cache: any LoadableCache,
+        key: String
+    ) async -> LoadableCacheError? {
+        let entry = CachedEntry(
+            data: OutboxFormat.encode(records, folded: journal.read), savedAt: savedAt, version: OutboxFormat.version,
             isPinned: !records.isEmpty)
         do {
             try CachedEntry.checkSavedAt(savedAt, key: key)
             try await cache.save(entry, key: key)
         } catch {
-            outcome.error = error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+            return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
         }
-        return outcome
+        for slot in 0..<OutboxJournal.slots where journal.read[slot] > journal.folded[slot] {
+            for number in (journal.folded[slot] + 1)...journal.read[slot] {
+                // Left behind on failure: a read skips covered entries.
+                try? await cache.remove(key: journalKey(key, slot: slot, number: number))
+            }
+        }
+        return nil
     }
 
-    /// Reads the queue kept under `key`.
+    /// Removes the snapshot and every journal entry read: logout.
+    static func removeAll(journal: OutboxJournal, in cache: any LoadableCache, key: String) async -> LoadableCacheError? {
+        var failure: LoadableCacheError?
+        do {
+            try await cache.remove(key: key)
+        } catch {
+            failure = error as? LoadableCacheError ?? .removeFailed(key: key, underlying: error)
+        }
+        for slot in 0..<OutboxJournal.slots where journal.read[slot] > 0 {
+            for number in 1...journal.read[slot] {
+                try? await cache.remove(key: journalKey(key, slot: slot, number: number))
+            }
+        }
+        return failure
+    }
+
+    /// Reads the queue: the snapshot, and each slot's journal entries after it, folded.
     static func restore<Change: Codable & Sendable>(
         _: Change.Type, from cache: any LoadableCache, key: String
     ) async -> OutboxRestoreOutcome<Change> {
         switch await read(from: cache, key: key) {
-        case .success(let records):
-            return items(from: records, key: key)
+        case .success(let (records, journal)):
+            var outcome: OutboxRestoreOutcome<Change> = items(from: records, key: key)
+            outcome.journal = journal
+            return outcome
         case .failure(let error):
             var outcome = OutboxRestoreOutcome<Change>()
             outcome.error = error
@@ -104,32 +140,108 @@ enum OutboxStorage {
         }
     }
 
-    /// The records stored under `key` (none when there is no entry).
-    private static func read(
+    /// The records as the snapshot and the journals after it make them.
+    static func read(
         from cache: any LoadableCache, key: String
-    ) async -> Result<
-        [OutboxRecord], LoadableCacheError
-    > {
+    ) async -> Result<([OutboxRecord], OutboxJournal), LoadableCacheError> {
+        var records: [OutboxRecord] = []
+        var journal = OutboxJournal()
         do {
-            guard let entry = try await cache.load(key: key) else { return .success([]) }
-            guard OutboxFormat.reads(version: entry.version) else {
-                return .failure(.versionMismatch(key: key, found: entry.version, expected: OutboxFormat.version))
+            if let entry = try await cache.load(key: key) {
+                guard OutboxFormat.reads(version: entry.version) else {
+                    return .failure(.versionMismatch(key: key, found: entry.version, expected: OutboxFormat.version))
+                }
+                do {
+                    let snapshot = try OutboxFormat.decode(entry.data)
+                    records = snapshot.records
+                    for (slot, number) in snapshot.folded.prefix(OutboxJournal.slots).enumerated() {
+                        journal.folded[slot] = number
+                    }
+                } catch {
+                    return .failure(.corrupt(key: key, reason: error.reason))
+                }
             }
-            do {
-                return .success(try OutboxFormat.decode(entry.data))
-            } catch {
-                return .failure(.corrupt(key: key, reason: error.reason))
+            journal.read = journal.folded
+            // Each slot's entries after the snapshot, merged in the order they were saved.
+            var batches: [(savedAt: Date, slot: Int, operations: [OutboxOperation])] = []
+            for slot in 0..<OutboxJournal.slots {
+                while let entry = try await cache.load(
+                    key: journalKey(key, slot: slot, number: journal.read[slot] + 1))
+                {
+                    let entryKey = journalKey(key, slot: slot, number: journal.read[slot] + 1)
+                    guard entry.version == OutboxFormat.version else {
+                        return .failure(
+                            .versionMismatch(key: entryKey, found: entry.version, expected: OutboxFormat.version))
+                    }
+                    do {
+                        batches.append((entry.savedAt, slot, try OutboxFormat.decodeOperations(entry.data)))
+                    } catch {
+                        return .failure(.corrupt(key: entryKey, reason: error.reason))
+                    }
+                    journal.read[slot] += 1
+                }
             }
+            if !batches.isEmpty {
+                // Stable: a slot's entries keep their order when their dates tie or go back.
+                let ordered = mergedBySavedAt(batches)
+                records = fold(records, ordered.flatMap(\.operations))
+            }
+            return .success((records, journal))
         } catch {
             return .failure(error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error))
         }
     }
 
+    /// The batches of every slot in the order they were saved: each slot's own in its order, the
+    /// slots merged by date.
+    private static func mergedBySavedAt(
+        _ batches: [(savedAt: Date, slot: Int, operations: [OutboxOperation])]
+    ) -> [(savedAt: Date, slot: Int, operations: [OutboxOperation])] {
+        var bySlot = [[(savedAt: Date, slot: Int, operations: [OutboxOperation])]](
+            repeating: [], count: OutboxJournal.slots)
+        for batch in batches { bySlot[batch.slot].append(batch) }
+        var heads = [Int](repeating: 0, count: OutboxJournal.slots)
+        var merged: [(savedAt: Date, slot: Int, operations: [OutboxOperation])] = []
+        merged.reserveCapacity(batches.count)
+        while merged.count < batches.count {
+            var next: Int?
+            for slot in 0..<OutboxJournal.slots where heads[slot] < bySlot[slot].count {
+                if let best = next, bySlot[best][heads[best]].savedAt <= bySlot[slot][heads[slot]].savedAt { continue }
+                next = slot
+            }
+            guard let slot = next else { break }
+            merged.append(bySlot[slot][heads[slot]])
+            heads[slot] += 1
+        }
+        return merged
+    }
+
+    /// `records` with `operations` applied in order.
+    static func fold(_ records: [OutboxRecord], _ operations: [OutboxOperation]) -> [OutboxRecord] {
+        var slots: [OutboxRecord?] = records
+        var index: [String: Int] = [:]
+        for (position, record) in records.enumerated() { index[record.id] = position }
+        for operation in operations {
+            switch operation {
+            case .put(let record):
+                if let position = index[record.id] {
+                    slots[position] = record
+                } else {
+                    index[record.id] = slots.count
+                    slots.append(record)
+                }
+            case .remove(let id):
+                if let position = index.removeValue(forKey: id) { slots[position] = nil }
+            }
+        }
+        return slots.compactMap { $0 }
+    }
+
     /// The last error of an item set aside by an earlier launch that decodes again.
     private static let setAsideDescription = "set aside by an earlier launch: its change did not decode"
 
-    /// Decodes the changes of `records`: the items, and those set aside.
-    private static func items<Change: Codable & Sendable>(
+    /// Decodes the changes of `records`: the items, the sent changes, and those set aside.
+    static func items<Change: Codable & Sendable>(
         from records: [OutboxRecord], key: String
     ) -> OutboxRestoreOutcome<Change> {
         var outcome = OutboxRestoreOutcome<Change>()
