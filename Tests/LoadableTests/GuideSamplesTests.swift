@@ -26,6 +26,7 @@ struct GuideSamplesTests {
         ],
         "Docs/Offline.md": [
             "Tests/LoadableCachingTests/OfflineGuideTests.swift", "Tests/LoadableHTTPTests/OfflineGuideTests.swift",
+            "Tests/LoadableHTTPTests/OutboxConflictsGuideTests.swift",
         ],
         "Docs/Paging.md": [
             "Tests/LoadableTests/PagingGuideTests.swift", "Tests/LoadableTests/PagedLoadableTests.swift",
