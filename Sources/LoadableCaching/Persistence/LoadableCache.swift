@@ -61,6 +61,74 @@ public protocol LoadableCache: AnyObject, Sendable {
     /// The file and memory caches implement it. A cache of your own that does not fails with
     /// ``LoadableCacheError/removeAllFailed(underlying:)`` naming it, and removes nothing.
     func removeEntries(keyPrefix prefix: String) async throws
+
+    /// Whether ``tryLock(key:)`` and ``update(key:_:)`` hold across processes: `true` for the
+    /// file and SQLite caches; `false` by default and for ``InMemoryLoadableCache``, whose locks
+    /// and updates hold within the process.
+    ///
+    /// Two processes that share a cache (an app and its extension, one App Group folder) can
+    /// share an entry through the lock and the update only when it is `true`.
+    var locksAcrossProcesses: Bool { get }
+
+    /// Takes the lock named `key` if no one holds it: another process (when
+    /// ``locksAcrossProcesses``), or another lock object of this process. Never waits.
+    ///
+    /// A lock is held until its ``LoadableCacheLock/release()``, until it is deinitialized, or
+    /// until the process exits or dies (a kill included): a lock never outlives its holder. Locks
+    /// are apart from entries: the lock `key` does not keep anyone from loading or saving the entry
+    /// `key`; the holders agree on what it guards. A lock taken through a ``scoped(_:)`` view is
+    /// the cache's lock of the prefixed name, so two views of one cache with the same prefix share
+    /// it.
+    ///
+    /// The default holds the lock within the process: one lock object at a time per cache object
+    /// and name. The file and SQLite caches lock a file (`flock`), which the system frees when the
+    /// process ends.
+    ///
+    /// - Parameter key: The lock's name: any string, compared as Swift compares strings.
+    /// - Returns: The held lock, or `nil` when someone holds it.
+    /// - Throws: ``LoadableCacheError/loadFailed(key:underlying:)`` when the lock could not be
+    ///   tried for another reason (the file and SQLite caches: the lock's file cannot be made).
+    func tryLock(key: String) async throws -> LoadableCacheLock?
+
+    /// Loads the entry under `key`, passes it to `body`, and saves what `body` leaves (removes the
+    /// entry when it leaves `nil`), as one step: no ``update(key:_:)`` of the key through another
+    /// object or process comes in between (across processes only when
+    /// ``locksAcrossProcesses``).
+    ///
+    /// When `body` leaves the entry as it found it, nothing is written. When `body` throws,
+    /// nothing is written and the error is rethrown. The load and the save keep the rules of
+    /// ``load(key:)`` and ``save(_:key:)``: pins, limits and recency apply; an entry whose bytes
+    /// are not a whole entry throws what ``load(key:)`` throws, and `body` does not run.
+    ///
+    /// A plain ``save(_:key:)`` or ``remove(key:)`` of the key is not held off: an entry that two
+    /// processes change goes through ``update(key:_:)`` only.
+    ///
+    /// The default loads and then saves (or removes): two calls, so a save of the key by another
+    /// object or process between them is undone (the memory cache does it in one step within the
+    /// process; the file and SQLite caches in one step across processes).
+    ///
+    /// ```swift
+    /// // Two processes count their launches in one entry: neither count is lost.
+    /// let launches = try await cache.update(key: "launches") { entry in
+    ///     let count = entry.flatMap { Int(String(decoding: $0.data, as: UTF8.self)) } ?? 0
+    ///     entry = CachedEntry(data: Data("\(count + 1)".utf8), savedAt: .now, version: 1)
+    ///     return count + 1
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - body: Changes the entry (`nil`: there is none; set it to `nil` to remove the entry).
+    ///     Runs off the main actor while the update holds the key: it computes the change and
+    ///     nothing else (a cache may run it again when it retries an update that wrote nothing).
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (nothing is written); what ``load(key:)`` throws;
+    ///   ``LoadableCacheError/saveFailed(key:underlying:)`` or
+    ///   ``LoadableCacheError/removeFailed(key:underlying:)`` when the change could not be
+    ///   written (the entry is left as it was), as a save or a removal would.
+    func update<Result: Sendable>(
+        key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
+    ) async throws -> Result
 }
 
 extension LoadableCache {
@@ -166,6 +234,18 @@ final class ScopedLoadableCache: LoadableCache, CacheQueueSharing {
 
     func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
         try await base.touch(key: prefix + key, savedAt: savedAt, metadata: metadata)
+    }
+
+    var locksAcrossProcesses: Bool { base.locksAcrossProcesses }
+
+    func tryLock(key: String) async throws -> LoadableCacheLock? {
+        try await base.tryLock(key: prefix + key)
+    }
+
+    func update<Result: Sendable>(
+        key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
+    ) async throws -> Result {
+        try await base.update(key: prefix + key, body)
     }
 
     var queueIdentity: ObjectIdentifier { CacheQueue.identity(of: base) }
@@ -405,6 +485,24 @@ public actor InMemoryLoadableCache: LoadableCache {
         entries[key]?.savedAt = savedAt
         entries[key]?.metadata = metadata
         return true
+    }
+
+    /// Loads the entry under `key`, passes it to `body`, and keeps what `body` leaves (removes the
+    /// entry when it leaves `nil`), in one step on the actor: no other call of the cache comes in
+    /// between. Within the process only (``LoadableCache/locksAcrossProcesses`` is `false`).
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - body: Changes the entry (`nil`: there is none).
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws; nothing is changed then.
+    public func update<Result: Sendable>(
+        key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
+    ) async throws -> Result {
+        var entry = entries[key]
+        let result = try body(&entry)
+        entries[key] = entry
+        return result
     }
 
     /// Removes the entries saved (``CachedEntry/savedAt``) before `date`, except pinned ones.
