@@ -41,6 +41,11 @@ internal import Loadable
 /// (``CachedEntry/isPinned``) is a file of the same name and format in `v1/pinned/`: the folder is
 /// the pin. Releases before pins existed do not see those files (they keep them).
 ///
+/// Locks (``tryLock(key:)``) are empty files in a `locks/` folder inside `directory`, beside
+/// `v1/`, named as entry files are (the lock `key`'s file is `locks/<fileName(forKey: key)>`);
+/// the locks that ``update(key:_:)`` takes are in `locks/update/`, of the same names. They are
+/// held with `flock`, and stay when released. Releases before locks existed do not see them.
+///
 /// **Limit.** With `maxBytes`, the sizes of the entry files (header, key, metadata and data) add
 /// up to at most `maxBytes`: a save that passes it removes the least recently used entries (by
 /// load, save or touch) until the total is at or under it. An entry larger than `maxBytes` on its
@@ -66,7 +71,10 @@ internal import Loadable
 /// renamed into place), and neither removes the other's writes in progress. Usage is counted per
 /// process: files another process writes or removes are seen at this process's next start, so
 /// the limit holds for this process's own saves. ``removeAll()`` removes every file it can and
-/// reports the ones it could not.
+/// reports the ones it could not (never the locks). A lock (``tryLock(key:)``) is held by one
+/// lock object of one process at a time, and freed when the process exits or dies;
+/// ``update(key:_:)`` changes an entry in one step that no other update of the key, in any
+/// process, comes into.
 public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// The directory given at init; entries are in its ``entriesDirectory``.
     public nonisolated let directory: URL
@@ -75,6 +83,8 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// The most bytes the entry files may take, or `nil` for no limit.
     public nonisolated let maxBytes: Int?
     private nonisolated let folder: FileCacheFolder
+    /// The `locks/` folder's path.
+    private nonisolated let locksPath: String
     /// Whether this object evicted down to its ``maxBytes`` on its first use.
     private var hasEnforcedLimit = false
 
@@ -93,6 +103,7 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
         self.maxBytes = maxBytes
         entriesDirectory = directory.appendingPathComponent("v1", isDirectory: true)
         folder = FileCacheFolder.folder(atPath: entriesDirectory.standardizedFileURL.path)
+        locksPath = directory.appendingPathComponent("locks", isDirectory: true).standardizedFileURL.path
     }
 
     /// The name of the file that keeps `key`'s entry, inside ``entriesDirectory``.
@@ -318,6 +329,78 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
         }
         try Self.throwing(failures)
     }
+
+    // MARK: - Locks and updates
+
+    /// `true`: the locks and updates of the objects of one folder hold across processes.
+    public nonisolated var locksAcrossProcesses: Bool { true }
+
+    /// Takes the lock named `key` if no one holds it: no lock object of this process or of
+    /// another on the folder. Never waits.
+    ///
+    /// The lock is `flock` on the file `locks/<name>` inside ``directory`` (`<name>` as
+    /// ``fileName(forKey:)`` gives it), made with its folder on first use and kept when the lock
+    /// is released. The system frees it when the process exits or dies. Two long keys whose names
+    /// are cut to the same one (see the type's documentation) share a lock.
+    ///
+    /// - Parameter key: The lock's name: any string; keys that Swift finds equal are one lock.
+    /// - Returns: The held lock, or `nil` when someone holds it.
+    /// - Throws: ``LoadableCacheError/loadFailed(key:underlying:)`` naming the lock's path and the
+    ///   system's reason when its file cannot be made or opened.
+    public nonisolated func tryLock(key: String) async throws -> LoadableCacheLock? {
+        let name = Self.fileName(forKey: key)
+        do {
+            return try FileLock.tryLock(atPath: locksPath + "/" + name, inFolder: locksPath)
+        } catch {
+            throw LoadableCacheError.loadFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Loads the entry of `key`, passes it to `body`, and saves what `body` leaves (removes the
+    /// entry when it leaves `nil`; writes nothing when it leaves the entry as it was), holding the
+    /// key's update lock: no other update of the key, through any object of this process or of
+    /// another on the folder, comes in between.
+    ///
+    /// The load and the save are those of ``load(key:)`` and ``save(_:key:)``, in the order of
+    /// the folder's other calls: pins, the limit and recency apply. The update lock is `flock` on
+    /// `locks/update/<name>` inside ``directory``. Waiting for it, while another update of the key
+    /// runs, blocks the actor's thread (never the main actor's); an update is a read and a write of
+    /// one file, so the wait is short.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - body: Changes the entry (`nil`: there is none).
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (nothing is written); what ``load(key:)`` throws (`body` does
+    ///   not run), and ``LoadableCacheError/loadFailed(key:underlying:)`` when the update lock's
+    ///   file cannot be made or opened; what ``save(_:key:)`` and ``remove(key:)`` throw.
+    public func update<Result: Sendable>(
+        key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
+    ) async throws -> Result {
+        let name = Self.fileName(forKey: key)
+        let updateLocksPath = locksPath + "/" + Self.updateLocksFolderName
+        let lock: LoadableCacheLock
+        do {
+            lock = try FileLock.lock(atPath: updateLocksPath + "/" + name, inFolder: updateLocksPath)
+        } catch {
+            throw LoadableCacheError.loadFailed(key: key, underlying: error)
+        }
+        defer { lock.release() }
+        let loaded = try load(key: key)
+        var entry = loaded
+        let result = try body(&entry)
+        guard entry != loaded else { return result }
+        if let entry {
+            try save(entry, key: key)
+        } else {
+            try remove(key: key)
+        }
+        return result
+    }
+
+    /// The folder of the update locks inside `locks/`: not a lock's name (hexadecimal digits and
+    /// `-`).
+    private static let updateLocksFolderName = "update"
 
     // MARK: - CacheQueueSharing
 
