@@ -262,25 +262,30 @@ final class SQLiteCacheDatabase {
     /// same transaction. An unpinned entry larger than `limit` is not kept, and the key's old
     /// entry is removed.
     func save(_ entry: CachedEntry, key: String, limit: Int?) throws(SQLiteFailure) {
-        let metadata = Self.encodedMetadata(entry.metadata)
-        let size = Int64(key.utf8.count) + Int64(entry.data.count) + Int64(metadata?.count ?? 0)
+        try transaction { () throws(SQLiteFailure) in try saveRow(entry, key: key, limit: limit) }
+    }
+
+    /// What an update's change leaves to write.
+    enum Change {
+        /// Nothing: the entry stays as it was.
+        case none
+        /// The entry to save, by the rules of ``save(_:key:limit:)``.
+        case save(CachedEntry)
+        /// The entry goes.
+        case remove
+    }
+
+    /// Loads the entry of `key` (an NFC key; with `touching`, made the most recently used), and
+    /// writes what `change` makes of what was found, in one `BEGIN IMMEDIATE` transaction: no
+    /// write of another connection, in this process or another, comes in between. A save keeps
+    /// the rules of ``save(_:key:limit:)``, the limit's evictions included.
+    func update(key: String, touching: Bool, limit: Int?, _ change: (Loaded) -> Change) throws(SQLiteFailure) {
         try transaction { () throws(SQLiteFailure) in
-            if let limit, size > Int64(limit), !entry.isPinned {
-                try removeKey(key)
-                return
+            switch change(try load(key: key, touching: touching)) {
+            case .none: break
+            case .save(let entry): try saveRow(entry, key: key, limit: limit)
+            case .remove: try removeKey(key)
             }
-            let oldSize = try self.sizeOf(key: key)
-            try upsert.bind(1, text: key)
-            try upsert.bind(2, blob: entry.data)
-            upsert.bind(3, entry.savedAt.timeIntervalSinceReferenceDate)
-            upsert.bind(4, Int64(entry.version))
-            try upsert.bind(5, blob: metadata)
-            upsert.bind(6, size)
-            upsert.bind(7, Int64(entry.isPinned ? 1 : 0))
-            defer { upsert.reset() }
-            try upsert.run()
-            let total = try addToUsage(size - oldSize)
-            if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
         }
     }
 
@@ -459,6 +464,30 @@ final class SQLiteCacheDatabase {
             rollback.reset()
             throw error
         }
+    }
+
+    /// Saves `entry` under `key`, in the transaction of the caller (see ``save(_:key:limit:)``).
+    private func saveRow(_ entry: CachedEntry, key: String, limit: Int?) throws(SQLiteFailure) {
+        let metadata = Self.encodedMetadata(entry.metadata)
+        let size = Int64(key.utf8.count) + Int64(entry.data.count) + Int64(metadata?.count ?? 0)
+        if let limit, size > Int64(limit), !entry.isPinned {
+            try removeKey(key)
+            return
+        }
+        let oldSize = try sizeOf(key: key)
+        try upsert.bind(1, text: key)
+        try upsert.bind(2, blob: entry.data)
+        upsert.bind(3, entry.savedAt.timeIntervalSinceReferenceDate)
+        upsert.bind(4, Int64(entry.version))
+        try upsert.bind(5, blob: metadata)
+        upsert.bind(6, size)
+        upsert.bind(7, Int64(entry.isPinned ? 1 : 0))
+        do {
+            defer { upsert.reset() }
+            try upsert.run()
+        }
+        let total = try addToUsage(size - oldSize)
+        if let limit, total > Int64(limit) { try evict(excess: total - Int64(limit)) }
     }
 
     private func sizeOf(key: String) throws(SQLiteFailure) -> Int64 {

@@ -63,6 +63,13 @@ public import LoadableCaching
 /// writes, and two stores (or outboxes) that would overwrite each other's entries through two
 /// objects stop the program with the same message as through one.
 ///
+/// **Two processes, one entry.** ``update(key:_:)`` loads an entry and writes its change in one
+/// transaction, which no other process's write comes into. ``tryLock(key:)`` locks a file in a
+/// folder beside the database, `<name>-locks/` (for `cache.sqlite`, `cache.sqlite-locks/`), whose
+/// files are named as `FileLoadableCache.fileName(forKey:)` names entry files: `flock`, which the
+/// system frees when the process exits or dies (SQLite has no lock that does). The folder stays
+/// when a damaged file is moved aside, and lock files stay when released.
+///
 /// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
 /// one transaction: their entries stay, unpinned.
 public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
@@ -82,6 +89,8 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// The count of files moved aside when the open database was opened: a larger count means
     /// another object moved the file aside since, and the fresh database is at the path.
     private var openedAfter: Int
+    /// The folder of the lock files: `<path>-locks`.
+    private nonisolated let locksPath: String
 
     /// Opens the database at `path`, creating it and its folder if needed.
     ///
@@ -103,6 +112,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         self.path = path
         self.maxBytes = maxBytes
         filePath = path.standardizedFileURL.path
+        locksPath = filePath + "-locks"
         let folder = path.standardizedFileURL.deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -265,6 +275,119 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         } catch {
             throw LoadableCacheError.removeAllFailed(underlying: error)
         }
+    }
+
+    // MARK: - Locks and updates
+
+    /// `true`: the locks and updates of the objects of one file hold across processes.
+    public nonisolated var locksAcrossProcesses: Bool { true }
+
+    /// Takes the lock named `key` if no one holds it: no lock object of this process or of
+    /// another on the file. Never waits.
+    ///
+    /// The lock is `flock` on the file `<path>-locks/<name>` (`<name>` as
+    /// `FileLoadableCache.fileName(forKey:)` gives it), made with its folder on first use and kept
+    /// when the lock is released. The system frees it when the process exits or dies.
+    ///
+    /// - Parameter key: The lock's name: any string; keys that Swift finds equal are one lock.
+    /// - Returns: The held lock, or `nil` when someone holds it.
+    /// - Throws: `LoadableCacheError.loadFailed(key:underlying:)` naming the lock's path and the
+    ///   system's reason when its file cannot be made or opened.
+    public nonisolated func tryLock(key: String) async throws -> LoadableCacheLock? {
+        let name = FileLoadableCache.fileName(forKey: key)
+        do {
+            return try FileLock.tryLock(atPath: locksPath + "/" + name, inFolder: locksPath)
+        } catch {
+            throw LoadableCacheError.loadFailed(key: key, underlying: error)
+        }
+    }
+
+    /// Loads the entry under `key`, passes it to `body`, and saves what `body` leaves (removes the
+    /// entry when it leaves `nil`; writes nothing when it leaves the entry as it was), in one
+    /// `BEGIN IMMEDIATE` transaction: no write of another object or process on the file comes in
+    /// between.
+    ///
+    /// The load and the save keep the rules of ``load(key:)`` and ``save(_:key:)``: pins, the
+    /// limit's evictions (in the same transaction) and recency apply. While another connection
+    /// writes, the transaction waits for it, as a save does (up to 10 seconds), blocking the
+    /// actor's thread.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - body: Changes the entry (`nil`: there is none). Runs inside the transaction.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (nothing is written); what ``load(key:)`` throws (`body` does
+    ///   not run); `LoadableCacheError.saveFailed(key:underlying:)` when `body` leaves a `savedAt`
+    ///   that is not a finite date (nothing is written); when the change cannot be written (the
+    ///   entry is left as it was), `saveFailed(key:underlying:)`, or `removeFailed(key:underlying:)`
+    ///   for a removal, with a ``SQLiteCacheError``.
+    public func update<Result: Sendable>(
+        key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
+    ) async throws -> Result {
+        if let unreported {
+            self.unreported = nil
+            throw LoadableCacheError.corrupt(key: key, reason: unreported.description)
+        }
+        let canonical = canonicalCacheKey(key)
+        let touching = maxBytes != nil
+        let limit = maxBytes
+        var outcome: Swift.Result<Result, any Error>?
+        var step = UpdateStep.loading
+        do {
+            try perform { database in
+                step = .loading
+                try database.update(key: canonical, touching: touching, limit: limit) { loaded in
+                    let (change, result) = Self.change(loaded, key: key, body)
+                    outcome = result
+                    if case .save = change { step = .saving } else if case .remove = change { step = .removing }
+                    return change
+                }
+            }
+        } catch let error where error.movedTo != nil {
+            throw LoadableCacheError.corrupt(key: key, reason: error.description)
+        } catch {
+            switch step {
+            case .loading: throw LoadableCacheError.loadFailed(key: key, underlying: error)
+            case .saving: throw LoadableCacheError.saveFailed(key: key, underlying: error)
+            case .removing: throw LoadableCacheError.removeFailed(key: key, underlying: error)
+            }
+        }
+        // The transaction ran its change, which set the outcome.
+        return try outcome!.get()
+    }
+
+    /// Where an update was when it failed: what its error names.
+    private enum UpdateStep {
+        case loading, saving, removing
+    }
+
+    /// What `body` makes of the entry `loaded`: the change to write, and what `body` returned or
+    /// threw (or why the entry cannot be changed: a row that is not an entry, a date that is not
+    /// finite), in which case nothing is written.
+    private static func change<Result>(
+        _ loaded: SQLiteCacheDatabase.Loaded, key: String, _ body: (inout CachedEntry?) throws -> Result
+    ) -> (SQLiteCacheDatabase.Change, Swift.Result<Result, any Error>) {
+        var entry: CachedEntry?
+        switch loaded {
+        case .entry(let found): entry = found
+        case .none: entry = nil
+        case .corrupt(let reason): return (.none, .failure(LoadableCacheError.corrupt(key: key, reason: reason)))
+        }
+        let before = entry
+        let result: Result
+        do {
+            result = try body(&entry)
+        } catch {
+            return (.none, .failure(error))
+        }
+        guard entry != before else { return (.none, .success(result)) }
+        guard let entry else { return (.remove, .success(result)) }
+        do {
+            try CachedEntry.checkSavedAt(entry.savedAt, key: key)
+        } catch {
+            return (.none, .failure(error))
+        }
+        return (.save(entry), .success(result))
     }
 
     // MARK: - CacheQueueSharing
