@@ -317,10 +317,10 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     ///   - body: Changes the entry (`nil`: there is none). Runs inside the transaction.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws (nothing is written); what ``load(key:)`` throws (`body` does
-    ///   not run); `LoadableCacheError.saveFailed(key:underlying:)` when `body` leaves an entry
-    ///   whose `savedAt` is not a finite date (nothing is written), or, as
-    ///   `LoadableCacheError.removeFailed(key:underlying:)` for a removal, with a
-    ///   ``SQLiteCacheError`` when the change could not be written (the entry is left as it was).
+    ///   not run); `LoadableCacheError.saveFailed(key:underlying:)` when `body` leaves a `savedAt`
+    ///   that is not a finite date (nothing is written); when the change cannot be written (the
+    ///   entry is left as it was), `saveFailed(key:underlying:)`, or `removeFailed(key:underlying:)`
+    ///   for a removal, with a ``SQLiteCacheError``.
     public func update<Result: Sendable>(
         key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
     ) async throws -> Result {

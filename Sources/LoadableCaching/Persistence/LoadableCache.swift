@@ -119,8 +119,8 @@ public protocol LoadableCache: AnyObject, Sendable {
     /// - Parameters:
     ///   - key: The entry's key.
     ///   - body: Changes the entry (`nil`: there is none; set it to `nil` to remove the entry).
-    ///     Runs once, off the main actor, while the update holds the key; it must not wait for
-    ///     anything.
+    ///     Runs off the main actor while the update holds the key: it computes the change and
+    ///     nothing else (a cache may run it again when it retries an update that wrote nothing).
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws (nothing is written); what ``load(key:)`` throws;
     ///   ``LoadableCacheError/saveFailed(key:underlying:)`` or
