@@ -1,6 +1,12 @@
 import Foundation
 import LoadableCaching
+import LoadableHTTP
 import LoadableSyncer
+import LoadableTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The offline outbox: `LoadableOutbox.enqueue(_:)` of a change whose JSON is 200 bytes, then
 /// `await saved()`, on an outbox whose `ActivityMonitor` is offline (nothing is sent) on a
@@ -8,7 +14,7 @@ import LoadableSyncer
 /// afterwards.
 ///
 /// - Enqueue + save: on an outbox holding no item (the goal's case) and on one holding 100
-///   pending items (each save writes the whole queue: the cost of keeping it in one entry). After
+///   pending items (each save appends one journal entry, whatever the queue's length). After
 ///   each timed enqueue, the item is discarded and that save awaited, outside the timed part, so
 ///   that the queue keeps its size and each timed save replaces the outbox's file, as a save of a
 ///   live outbox does. Against `cache.save(CachedEntry(data: <the same 200 bytes>, …), key:)`
@@ -30,13 +36,14 @@ func runOutbox(_ settings: Settings, into report: inout Report) async {
     let byHand = await runEnqueues(change, bytes: bytes, settings, into: &report)
     await runStalls(change, oneSave: byHand, settings, into: &report)
     await runBursts(change, settings, into: &report)
+    await runDrain(change, settings, into: &report)
 }
 
 /// The size of the change's JSON, as the goal says.
 private let changeBytes = 200
 
-/// Pending items in the second outbox of the enqueue part.
-private let pendingItems = 100
+/// Pending items in the second outbox of the enqueue part: the goal's 1,000.
+private let pendingItems = 1_000
 
 /// The bytes one item adds to the outbox's entry: the change's JSON, two UUID strings, and the
 /// layout's 13 bytes of fields and 16 of lengths.
@@ -245,7 +252,87 @@ private func runEnqueues(
                 goal.best, runs, fastest(results.map(\.empty)).mean, hand.mean, goal.median, goal.change,
                 pendingItems, info.best, info.median),
             holds: goal.best <= 1.5))
+    let emptyBest = fastest(results.map(\.empty)).mean
+    let pendingBest = fastest(results.map(\.pending)).mean
+    let emptyMedian = medianRun(results.map(\.empty))
+    let pendingMedian = medianRun(results.map(\.pending))
+    report.add(
+        Goal(
+            name: "outbox: enqueue + saved() with \(pendingItems) items pending vs into an empty outbox",
+            target: "<= 2x",
+            measured: String(
+                format: "%.2fx (best of %d: %.1f µs vs %.1f µs; median run %.2fx)", pendingBest / emptyBest, runs,
+                pendingBest, emptyBest, pendingMedian / emptyMedian),
+            holds: pendingBest / emptyBest <= 2))
     return handMedianChange
+}
+
+// MARK: - Draining scopes in parallel
+
+/// Items drained per side.
+private let drainItems = 400
+
+/// The server's time per send in the drain part.
+private let drainDelay = Duration.milliseconds(10)
+
+/// 400 items sent to a `LoopbackHTTPServer` that answers each `PUT` after 10 ms: in 4 scopes of
+/// 100 items (sent in parallel, `maxConcurrentSends` 4) against one scope of 400 (one at a time),
+/// on memory caches, the outbox online. The time from the first enqueue to the empty queue.
+@MainActor
+private func runDrain(_ change: OutboxChange, _ settings: Settings, into report: inout Report) async {
+    let server: LoopbackHTTPServer
+    do {
+        server = try LoopbackHTTPServer(lifetime: .seconds(3_600)) { request in
+            .after(drainDelay, on: ContinuousClock(), .status(request.method == "PUT" ? 204 : 405))
+        }
+    } catch {
+        fatalError("outbox benchmark: cannot start the loopback server: \(error)")
+    }
+    let session = URLSession(configuration: .ephemeral)
+    defer {
+        session.invalidateAndCancel()
+        server.stop()
+    }
+    let service = HTTPService(baseURL: server.url("/"), transport: session)
+
+    func drain(scopes: Int) async -> Duration {
+        let outbox = LoadableOutbox<OutboxChange>(
+            cache: InMemoryLoadableCache(), activity: ActivityMonitor()
+        ) { change, key in
+            try await service.send(.put, "posts/\(change.postID)", json: change, idempotencyKey: key)
+        }
+        outbox.onError = { fatalError("outbox benchmark: \($0)") }
+        await outbox.restored()
+        let watch = Stopwatch.start()
+        for index in 0..<drainItems { outbox.enqueue(change, scope: "post-\(index % scopes)") }
+        while !outbox.items.isEmpty {
+            precondition(!outbox.items.contains { $0.state == .failed }, "a send failed: \(outbox.items)")
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return watch.stop().duration
+    }
+
+    let runs = max(min(settings.runs, 3), 1)
+    var one: [Duration] = []
+    var four: [Duration] = []
+    _ = await drain(scopes: 4)  // warm-up: connections, first use
+    for _ in 0..<runs {
+        one.append(await drain(scopes: 1))
+        four.append(await drain(scopes: 4))
+    }
+    let bestOne = one.min()!.nanoseconds / 1e6
+    let bestFour = four.min()!.nanoseconds / 1e6
+    report.add(Row(scenario: "outbox: drain \(drainItems) items, 1 scope, 10 ms per send, best", value: bestOne, unit: "ms"))
+    report.add(
+        Row(
+            scenario: "outbox: drain \(drainItems) items, 4 scopes, 10 ms per send, best", value: bestFour, unit: "ms",
+            baseline: "1 scope, best", baselineValue: bestOne, ratio: bestFour / bestOne))
+    report.add(
+        Goal(
+            name: "outbox: 4 scopes of 100 items drain faster than one scope of 400 (server answers in 10 ms)",
+            target: ">= 3x",
+            measured: String(format: "%.2fx (best of %d: %.0f ms vs %.0f ms)", bestOne / bestFour, runs, bestFour, bestOne),
+            holds: bestOne / bestFour >= 3))
 }
 
 // MARK: - Bursts on a long queue
