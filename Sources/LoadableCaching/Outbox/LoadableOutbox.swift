@@ -152,6 +152,19 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private let clock: ElapsedClock
     private var timer = ClockTimer()
 
+    // Two processes: one sends, holding the cache's lock; each reads the other's changes.
+    /// Whether another process may share the queue (the cache locks across processes).
+    private let sharesQueue: Bool
+    /// The sender's lock, while this outbox holds it.
+    private var senderLock: LoadableCacheLock?
+    /// A read of the queue (which may take the lock) is on its way.
+    private var isReadingShared = false
+    /// Reads the queue every ``sharedReadInterval`` while the app is active.
+    private var sharedReadTimer = ClockTimer()
+    /// How often an outbox whose queue another process may share reads it: what the other
+    /// enqueued shows within this time, and a sender that went is taken over within it.
+    static var sharedReadInterval: Duration { .seconds(5) }
+
     /// The loadables the items show on, by identity.
     private var displays: [ObjectIdentifier: OutboxDisplay<Change>] = [:]
     private var displaySweepThreshold = 16
@@ -218,12 +231,17 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         self.now = now
         self.clock = ElapsedClock(clock)
         storedIsPaused = !activity.allowsSyncing
+        sharesQueue = cache.locksAcrossProcesses
         machine = OutboxStateMachine(
             policy: retryPolicy, maxConcurrentSends: maxConcurrentSends, isPaused: !activity.allowsSyncing,
-            isOffline: activity.isOffline)
+            isOffline: activity.isOffline, isSender: !cache.locksAcrossProcesses)
         CacheClaims.claim(cache, key: key, for: self)
         activity.addFollower(self)
         let stored = stored
+        stored.withLock {
+            $0.tracksChanges = sharesQueue
+            $0.writesSnapshots = !sharesQueue
+        }
         CacheQueue.enqueue(in: cache, key: key) { [weak self] in
             let claimed = await OutboxStorage.claimSlot(in: cache, key: key)
             stored.withLock {
@@ -273,6 +291,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     deinit {
         timer.cancelTask()
+        sharedReadTimer.cancelTask()
         for sending in sends.values { sending.task.cancel() }
     }
 
@@ -620,6 +639,144 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             case .cancelTimer: timer.cancel()
             }
         }
+        if sharesQueue { updateSharing() }
+    }
+
+    // MARK: - Two processes
+
+    /// Takes the sender's lock when there is something to send and the app is active, lets it go
+    /// when there is not (once no send runs), and keeps reading the queue while active.
+    private func updateSharing() {
+        guard !machine.isRestoring else { return }
+        let wantsLock = !storedIsPaused && !machine.isIdle
+        if wantsLock, senderLock == nil, !isReadingShared {
+            readShared()
+        } else if !wantsLock, let lock = senderLock, sends.isEmpty, discardedSends.isEmpty {
+            senderLock = nil
+            stored.withLock { $0.writesSnapshots = false }
+            perform(machine.senderChanged(false, now: clock.elapsed))
+            // After the saves asked for so far: the next sender reads them.
+            CacheQueue.enqueue(in: cache, key: key) {
+                lock.release()
+                return nil
+            }
+        }
+        if !storedIsPaused, !sharedReadTimer.isArmed {
+            sharedReadTimer.arm(after: Self.sharedReadInterval, on: clock) { [weak self] generation in
+                guard let self, self.sharedReadTimer.fired(generation) else { return }
+                self.readShared()
+            }
+        }
+    }
+
+    /// Reads the queue as the cache holds it (taking the sender's lock first, if this outbox has
+    /// something to send and no other process holds it), and takes in what other processes did.
+    private func readShared() {
+        guard !isReadingShared else { return }
+        isReadingShared = true
+        let tryLock = senderLock == nil && !storedIsPaused && !machine.isIdle
+        let stored = stored
+        let cache = cache
+        let key = key
+        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
+            var lock: LoadableCacheLock?
+            if tryLock { lock = try? await cache.tryLock(key: key + "#sender") }
+            let before = stored.withLock { $0.savedOperationNumber }
+            let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
+            if outcome.error == nil { stored.withLock { $0.didRead(outcome.journal) } }
+            return { [weak self] in self?.sharedReadDidFinish(outcome, changedAfter: before, lock: lock) }
+        }
+    }
+
+    private func sharedReadDidFinish(
+        _ outcome: OutboxRestoreOutcome<Change>, changedAfter number: UInt64, lock: LoadableCacheLock?
+    ) {
+        isReadingShared = false
+        var actions: [OutboxStateMachine.Action] = []
+        if let error = outcome.error {
+            report(error)
+        } else {
+            actions = takeIn(outcome, keeping: stored.withLock { $0.changed(after: number) })
+        }
+        if let lock {
+            senderLock = lock
+            stored.withLock { $0.writesSnapshots = true }
+            actions += machine.senderChanged(true, now: clock.elapsed)
+        }
+        perform(actions)
+    }
+
+    /// Takes in the queue another process left: its items, in the cache's order, except those
+    /// changed here since the read began (`keeping`) and those sending here.
+    private func takeIn(_ outcome: OutboxRestoreOutcome<Change>, keeping: Set<String>) -> [OutboxStateMachine.Action] {
+        let sendingHere = Set(sends.keys)
+        let kept = keeping.union(sendingHere)
+        let mine = Dictionary(storedItems.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var newItems: [OutboxItem<Change>] = []
+        var newRecords: [OutboxRecord] = []
+        var listed = Set<String>()
+        let myRecords = stored.withLock { stored in
+            Dictionary(stored.records.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        for (item, record) in outcome.items {
+            listed.insert(item.id)
+            if kept.contains(item.id) {
+                // Changed here since: this outbox's version (none when it removed the item).
+                guard let own = mine[item.id], let ownRecord = myRecords[item.id] else { continue }
+                newItems.append(own)
+                newRecords.append(ownRecord)
+            } else {
+                var item = item
+                if let own = mine[item.id], own.lastError != nil, item.lastError is OutboxRestoredError,
+                    own.state == item.state
+                {
+                    item.lastError = own.lastError  // the error itself, not its description
+                }
+                newItems.append(item)
+                newRecords.append(record)
+            }
+        }
+        for item in storedItems where !listed.contains(item.id) && kept.contains(item.id) {
+            guard let record = myRecords[item.id] else { continue }
+            newItems.append(item)
+            newRecords.append(record)
+        }
+        let newIDs = Set(newItems.map(\.id))
+        let gone = storedItems.filter { !newIDs.contains($0.id) }
+        let added = newItems.filter { mine[$0.id] == nil }
+        let rebased = newItems.filter { item in
+            guard let own = mine[item.id] else { return false }
+            return own.idempotencyKey != item.idempotencyKey || myRecords[item.id]?.change != newRecords.first { $0.id == item.id }?.change
+        }
+        stored.withLock { stored in
+            let knownSetAside = Set(stored.setAside.map(\.id))
+            stored.setAside += outcome.setAside.filter { !knownSetAside.contains($0.id) }
+        }
+        let knownSent = Set(sentChanges.map(\.id))
+        for (change, record) in outcome.sent where !knownSent.contains(record.id) {
+            sentChanges.append((record.id, change))
+            stored.withLock { $0.sent.append(record) }
+        }
+        mutateItems { items, records in
+            items = newItems
+            records.records = newRecords
+        }
+        let queue = newItems.map { item -> (id: String, scope: String?, state: OutboxStateMachine.SlotState) in
+            let state: OutboxStateMachine.SlotState =
+                switch item.state {
+                case .pending: .pending
+                case .sending: .sending
+                case .failed: .failed
+                case .conflict: .conflict
+                }
+            return (item.id, item.scope, state)
+        }
+        let actions = machine.replaceQueue(queue, keeping: kept, now: clock.elapsed)
+        // Sent or discarded by the other process: sent, most likely, so the change joins.
+        for item in gone { forEachDisplay { _ = $0.join(item.id) } }
+        for item in rebased { forEachDisplay { $0.replace(item.id, item.change) } }
+        for item in added { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
+        return actions
     }
 
     private func beginSend(_ id: String) {
@@ -895,8 +1052,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             stored.setAside.append(contentsOf: setAside)
             stored.sent.insert(contentsOf: sent.map(\.record), at: 0)
             if changesRecords {
-                for record in setAside { stored.operations.append(.put(record)) }
-                for (_, record) in found { stored.operations.append(.put(record)) }
+                for record in setAside { stored.record(.put(record)) }
+                for (_, record) in found { stored.record(.put(record)) }
             }
         }
         sentChanges.insert(contentsOf: sent.map { ($0.record.id, $0.change) }, at: 0)
@@ -996,6 +1153,7 @@ extension LoadableOutbox: ActivityMonitorFollower {
     package func activityDidChange() {
         let paused = !activity.allowsSyncing
         if paused != storedIsPaused { mutateIsPaused { storedIsPaused = paused } }
+        if paused { sharedReadTimer.cancel() }
         perform(machine.activityChanged(paused: paused, offline: activity.isOffline, now: clock.elapsed))
     }
 }

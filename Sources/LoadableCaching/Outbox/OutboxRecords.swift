@@ -33,6 +33,14 @@ struct OutboxRecords {
     var writesSnapshots = true
     /// A snapshot failed: the next save tries again.
     var snapshotFailed = false
+    /// Whether another process may write the queue too: then each operation is numbered, so that
+    /// a read of the cache can tell which records changed here since it began.
+    var tracksChanges = false
+    /// The number of the last operation, and of the last one known to be in the cache.
+    private(set) var operationNumber: UInt64 = 0
+    private(set) var savedOperationNumber: UInt64 = 0
+    /// The number of the last operation on each record, while ``tracksChanges``.
+    private(set) var changed: [String: UInt64] = [:]
 
     /// Journal entries after which a save writes a snapshot: half the records, at least 16, so that
     /// a snapshot's cost spread over the entries stays the same for any queue, and a read finds at
@@ -43,7 +51,7 @@ struct OutboxRecords {
 
     mutating func append(_ record: OutboxRecord) {
         records.append(record)
-        if !record.isUnsaved { operations.append(.put(record)) }
+        if !record.isUnsaved { self.record(.put(record)) }
     }
 
     /// Changes the record `id` with `body`; returns its index, or `nil` when there is none.
@@ -53,23 +61,42 @@ struct OutboxRecords {
         let before = records[index]
         body(&records[index])
         let after = records[index]
-        if !after.isUnsaved, after != before { operations.append(.put(after)) }
+        if !after.isUnsaved, after != before { record(.put(after)) }
         return index
     }
 
     mutating func remove(at index: Int) {
         let record = records.remove(at: index)
-        if !record.isUnsaved { operations.append(.remove(record.id)) }
+        if !record.isUnsaved { self.record(.remove(record.id)) }
     }
 
     mutating func addSent(_ record: OutboxRecord) {
         sent.append(record)
-        operations.append(.put(record))
+        self.record(.put(record))
     }
 
     mutating func removeSent(where shouldRemove: (OutboxRecord) -> Bool) {
-        for record in sent where shouldRemove(record) { operations.append(.remove(record.id)) }
+        for record in sent where shouldRemove(record) { self.record(.remove(record.id)) }
         sent.removeAll(where: shouldRemove)
+    }
+
+    /// Keeps `operation` for the next save.
+    mutating func record(_ operation: OutboxOperation) {
+        operations.append(operation)
+        guard tracksChanges else { return }
+        operationNumber += 1
+        switch operation {
+        case .put(let record): changed[record.id] = operationNumber
+        case .remove(let id): changed[id] = operationNumber
+        }
+    }
+
+    /// The records changed here by operations after number `number`; forgets the changes that
+    /// are in the cache by then.
+    mutating func changed(after number: UInt64) -> Set<String> {
+        let saved = savedOperationNumber
+        changed = changed.filter { $0.value > saved }
+        return Set(changed.filter { $0.value > number }.keys)
     }
 
     /// Every record goes (logout): nothing of them is saved any more.
@@ -97,12 +124,16 @@ struct OutboxRecords {
         var operations: [OutboxOperation]
         var slot: Int?
         var number: UInt64
+        /// The number of the last operation it carries.
+        var lastOperation: UInt64 = 0
     }
 
     /// The operations to append, as the next entry of this outbox's journal.
     mutating func takeOperations() -> Save? {
         guard !operations.isEmpty else { return nil }
-        let save = Save(operations: operations, slot: slot, number: slot.map { journal.read[$0] + 1 } ?? 0)
+        let save = Save(
+            operations: operations, slot: slot, number: slot.map { journal.read[$0] + 1 } ?? 0,
+            lastOperation: operationNumber)
         operations.removeAll(keepingCapacity: true)
         return save
     }
@@ -115,6 +146,7 @@ struct OutboxRecords {
         }
         journal.read[slot] = save.number
         entriesSinceSnapshot += 1
+        savedOperationNumber = Swift.max(savedOperationNumber, save.lastOperation)
     }
 
     /// The snapshot to write now, if one is due.

@@ -86,13 +86,17 @@ struct OutboxStateMachine {
     private(set) var isPaused: Bool
     private var isOffline: Bool
     private(set) var isRestoring = true
+    /// Whether this outbox may send: always for one process; for an outbox whose cache another
+    /// process may share, only while it holds the sender's lock.
+    private(set) var isSender: Bool
     /// The moment the one timer is armed for.
     private var timerDeadline: Duration?
     /// The number of the last save asked for, and of the last one finished.
     private(set) var requestedSave: UInt64 = 0
     private(set) var savedSequence: UInt64 = 0
 
-    init(policy: any TimeoutPolicy, maxConcurrentSends: Int, isPaused: Bool, isOffline: Bool) {
+    init(policy: any TimeoutPolicy, maxConcurrentSends: Int, isPaused: Bool, isOffline: Bool, isSender: Bool = true) {
+        self.isSender = isSender
         self.policy = policy
         self.maxConcurrentSends = maxConcurrentSends
         self.isPaused = isPaused
@@ -330,6 +334,65 @@ struct OutboxStateMachine {
         return actions + rearm(now: now)
     }
 
+    /// This outbox took the sender's lock, or let it go.
+    mutating func senderChanged(_ isSender: Bool, now: Duration) -> [Action] {
+        self.isSender = isSender
+        return isSender ? start(explicitly: nil, now: now) + rearm(now: now) : []
+    }
+
+    /// Whether no item waits to be sent (pending) and no send runs.
+    var isIdle: Bool { runningSends == 0 && !slots.values.contains { $0.state == .pending } }
+
+    /// The queue as another process left it (read from the cache), in order: items not known here
+    /// are added, items no longer there leave (unless sending here), and the states of the others
+    /// are taken, except for `keeping` (changed here and not saved yet) and the items sending here.
+    /// The scopes keep their retry bookkeeping.
+    mutating func replaceQueue(
+        _ queue: [(id: String, scope: ScopeKey, state: SlotState)], keeping: Set<String>, now: Duration
+    ) -> [Action] {
+        var newSlots: [String: Slot] = [:]
+        var order: [ScopeKey] = []
+        var ids: [ScopeKey: [String]] = [:]
+        func add(_ id: String, _ slot: Slot) {
+            newSlots[id] = slot
+            if ids[slot.scope] == nil { order.append(slot.scope) }
+            ids[slot.scope, default: []].append(id)
+        }
+        var listed = Set<String>()
+        for item in queue {
+            listed.insert(item.id)
+            if let known = slots[item.id], known.state == .sending || keeping.contains(item.id) {
+                add(item.id, known)
+            } else {
+                add(item.id, Slot(scope: item.scope, state: item.state, sequence: slots[item.id]?.sequence ?? 0))
+            }
+        }
+        // Known here and not in the cache's queue: sending here, or not saved yet.
+        for key in scopeOrder {
+            for id in scopes[key]?.ids ?? [] where !listed.contains(id) {
+                guard let known = slots[id], known.state == .sending || keeping.contains(id) else { continue }
+                add(id, known)
+            }
+        }
+        slots = newSlots
+        var newScopes: [ScopeKey: Scope] = [:]
+        for key in order {
+            var scope = scopes[key] ?? Scope()
+            scope.ids = ids[key] ?? []
+            newScopes[key] = scope
+        }
+        // Scopes without items that still have sends to finish.
+        for key in scopeOrder where newScopes[key] == nil {
+            guard var scope = scopes[key], scope.sending != nil || scope.draining > 0 else { continue }
+            scope.ids = []
+            newScopes[key] = scope
+            order.append(key)
+        }
+        scopes = newScopes
+        scopeOrder = order
+        return start(explicitly: nil, now: now) + rearm(now: now)
+    }
+
     // MARK: - Deciding
 
     /// Carries out a scope's retry actions: a sync is a send of the scope's next item, asked for
@@ -360,7 +423,7 @@ struct OutboxStateMachine {
     /// (an enqueue, a retry, a resolve, or the retry timer), which may go once the retries are used
     /// up.
     private mutating func start(explicitly explicitScope: ScopeKey??, now: Duration) -> [Action] {
-        guard !isRestoring, !isPaused else { return [] }
+        guard !isRestoring, !isPaused, isSender else { return [] }
         var actions: [Action] = []
         for key in scopeOrder {
             guard runningSends < maxConcurrentSends else { break }
