@@ -206,7 +206,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         now: @escaping @Sendable () -> Date = { Date.now },
         send: @escaping @MainActor (Change, _ idempotencyKey: String) async throws -> OutboxOutcome<Change>
     ) {
-        precondition(
+        // `requireValid`, not `precondition`: a release build prints the message too.
+        requireValid(
             maxConcurrentSends >= 1,
             "LoadableOutbox: maxConcurrentSends must be 1 or more (got \(maxConcurrentSends))")
         self.cache = cache
