@@ -714,6 +714,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
                 item.remote = remote
                 record.isConflict = true
                 record.remote = encoded
+                // The server answered: a retry deadline kept from an earlier failure no longer holds
+                // the scope, after a relaunch either.
+                record.notBefore = nil
             }
             actions = machine.sendEnded(id, result: .conflict, now: clock.elapsed)
         case .failure(let error):
