@@ -95,3 +95,16 @@ func appendingWord(_ words: inout [String], _ change: Append) -> Bool {
     words.append(change.word)
     return true
 }
+
+/// Gives the outbox's tasks turns until its retry timer sleeps on `clock` for `delay` (a sleep for
+/// a relative delay that starts after the clock moved would fall due late); records an issue when
+/// it does not. Never sleeps.
+@MainActor
+func waitForTimer(
+    on clock: ManualClock, sleeping delay: Duration, sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let armed = await settle { clock.pendingSleepCount == 1 && clock.requestedSleeps.last == delay }
+    #expect(
+        armed, "the outbox's timer did not sleep for \(delay): \(clock.requestedSleeps)",
+        sourceLocation: sourceLocation)
+}

@@ -68,6 +68,7 @@ struct OutboxRelaunchRetryTests {
         activity.isActive = true
         await settleOutbox()
         #expect(second.sentWords == ["t"], "neither an enqueue into the scope nor a resume lifts it")
+        await waitForTimer(on: clock, sleeping: .seconds(90))
         await clock.advance(by: .seconds(89))
         #expect(second.sentWords == ["t"])
         await clock.advance(by: .seconds(1))
@@ -120,6 +121,7 @@ struct OutboxRelaunchRetryTests {
         let relaunched = makeOutcomeOutbox(
             cache: cache, server: second, clock: clock, retryPolicy: policy, now: wall.function)
         await relaunched.restored()
+        await waitForTimer(on: clock, sleeping: .seconds(60))
         await clock.advance(by: .seconds(59))
         #expect(second.calls.isEmpty)
         await clock.advance(by: .seconds(1))

@@ -61,6 +61,7 @@ struct OutboxRetryRuleTests {
         await server.fail("b", with: URLError(.networkConnectionLost))
         await server.fail("c", with: Refused())
         #expect(outbox.items.map(\.state) == [.pending, .pending, .failed])
+        await waitForTimer(on: clock, sleeping: .seconds(1))
         await clock.advance(by: .seconds(1))
         await yield(until: { server.running == ["a", "b"] })
         await server.answer("a")
@@ -82,6 +83,7 @@ struct OutboxRetryRuleTests {
         #expect(outbox.items.map(\.state) == [.pending, .failed])
         #expect(outbox.items.first?.lastError is Refused)
         outbox.shouldRetry = { _ in false }
+        await waitForTimer(on: clock, sleeping: .seconds(1))
         await clock.advance(by: .seconds(1))
         await server.fail("a", with: URLError(.timedOut))
         #expect(outbox.items.map(\.state) == [.failed, .failed], "the rule set later applies")
