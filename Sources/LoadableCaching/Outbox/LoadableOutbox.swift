@@ -217,7 +217,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         now: @escaping @Sendable () -> Date = { Date.now },
         send: @escaping @MainActor (Change, _ idempotencyKey: String) async throws -> OutboxOutcome<Change>
     ) {
-        precondition(
+        // `requireValid`, not `precondition`: a release build prints the message too.
+        requireValid(
             maxConcurrentSends >= 1,
             "LoadableOutbox: maxConcurrentSends must be 1 or more (got \(maxConcurrentSends))")
         self.cache = cache
@@ -852,6 +853,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
                 item.remote = remote
                 record.isConflict = true
                 record.remote = encoded
+                // The server answered: a retry deadline kept from an earlier failure no longer holds
+                // the scope, after a relaunch either.
+                record.notBefore = nil
             }
             actions = machine.sendEnded(id, result: .conflict, now: clock.elapsed)
         case .failure(let error):
