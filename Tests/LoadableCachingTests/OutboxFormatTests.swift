@@ -61,18 +61,22 @@ enum OutboxEntryDamage: String, CaseIterable, Sendable, CustomStringConvertible 
         switch self {
         case .cutShort, .countTooLarge: "cut short"
         case .unknownFlags: "unknown flags 128"
-        case .trailingBytes: "1 bytes after the last item"
+        case .trailingBytes: "1 bytes after the last operation"
         case .layout1UnknownFlags: "unknown flags 4"
         }
     }
 
-    /// `entry` (a layout 2 entry of one item), spoiled.
+    /// The key of the spoiled entry: the journal's first entry, or the snapshot's for layout 1.
+    var key: String { self == .layout1UnknownFlags ? "outbox" : "outbox#0#1" }
+
+    /// `entry` (a journal entry of one item: the mark, the count, the operation's kind, then the
+    /// record), spoiled.
     func applied(to entry: CachedEntry) -> CachedEntry {
         var bytes = [UInt8](entry.data)
-        var version = 2
+        var version = entry.version
         switch self {
         case .cutShort: bytes.removeLast()
-        case .unknownFlags: bytes[8] = 128
+        case .unknownFlags: bytes[9] = 128
         case .trailingBytes: bytes.append(0)
         case .countTooLarge: bytes.replaceSubrange(4..<8, with: [0xFF, 0xFF, 0xFF, 0xFF])
         case .layout1UnknownFlags:
@@ -121,7 +125,8 @@ struct OutboxFormatTests {
         await outbox.saved()
         outbox = nil
 
-        #expect(await cache.load(key: "outbox")?.version == 2, "saved again in layout 2")
+        let keys = await cache.keys
+        #expect(keys.contains("outbox#0#1"), "the change saved in the journal: \(keys)")
         activity.connectivity = .offline
         let relaunched = makeOutcomeOutbox(cache: cache, server: server, activity: activity, clock: ManualClock())
         await relaunched.restored()
@@ -142,12 +147,14 @@ struct OutboxFormatTests {
         writer.enqueue(Append(word: "a"), scope: "s")
         await writer.saved()
         writer = nil
-        let entry = try #require(await cache.load(key: "outbox"))
-        #expect(entry.version == 2)
-        try await (cache as any LoadableCache).save(damage.applied(to: entry), key: "outbox")
+        let entry = try #require(await cache.load(key: "outbox#0#1"))
+        #expect(entry.version == 3)
+        if damage.key != "outbox#0#1" { try await (cache as any LoadableCache).remove(key: "outbox#0#1") }
+        try await (cache as any LoadableCache).save(damage.applied(to: entry), key: damage.key)
 
         var errors: [any Error] = []
-        let outbox = makeOutcomeOutbox(cache: cache, server: OutcomeServer(), activity: offline, clock: ManualClock())
+        var outbox: LoadableOutbox<Append>! = makeOutcomeOutbox(
+            cache: cache, server: OutcomeServer(), activity: offline, clock: ManualClock())
         outbox.onError = { errors.append($0) }
         await outbox.restored()
         #expect(outbox.items.isEmpty)
@@ -156,11 +163,18 @@ struct OutboxFormatTests {
             Issue.record("expected .corrupt, got \(errors)")
             return
         }
-        #expect(key == "outbox")
+        #expect(key == damage.key)
         #expect(reason.contains(damage.reason), "\(reason)")
         outbox.enqueue(Append(word: "b"))
         await outbox.saved()
         #expect(errors.count == 1)
-        #expect(await cache.load(key: "outbox")?.version == 2, "replaced by the next save")
+        outbox = nil
+        let relaunched = makeOutcomeOutbox(
+            cache: cache, server: OutcomeServer(), activity: offline, clock: ManualClock())
+        var laterErrors: [any Error] = []
+        relaunched.onError = { laterErrors.append($0) }
+        await relaunched.restored()
+        #expect(relaunched.items.map(\.change.word) == ["b"], "the spoiled entry was replaced")
+        #expect(laterErrors.isEmpty)
     }
 }

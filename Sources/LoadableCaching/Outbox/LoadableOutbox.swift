@@ -684,7 +684,6 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             if tryLock { lock = try? await cache.tryLock(key: key + "#sender") }
             let before = stored.withLock { $0.savedOperationNumber }
             let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
-            if outcome.error == nil { stored.withLock { $0.didRead(outcome.journal) } }
             return { [weak self] in self?.sharedReadDidFinish(outcome, changedAfter: before, lock: lock) }
         }
     }
@@ -698,6 +697,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             report(error)
         } else {
             actions = takeIn(outcome, keeping: stored.withLock { $0.changed(after: number) })
+            // After the records: a snapshot must never cover entries whose records it lacks.
+            stored.withLock { $0.didRead(outcome.journal) }
         }
         if let lock {
             senderLock = lock
@@ -1022,7 +1023,12 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         } else {
             actions = machine.adopt([], now: clock.elapsed)
         }
-        stored.withLock { $0.hasStoredItems = !storedIsUnread }
+        // An entry that is not an outbox's is replaced by the next save's snapshot.
+        let isDamaged = outcome.error != nil && !storedIsUnread
+        stored.withLock { stored in
+            stored.hasStoredItems = !storedIsUnread
+            if isDamaged { stored.snapshotFailed = true }
+        }
         if let error = outcome.error { report(error) }
         if !dropsRestored {
             for error in outcome.newlySetAside { report(error) }

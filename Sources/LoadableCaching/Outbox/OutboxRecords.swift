@@ -91,12 +91,12 @@ struct OutboxRecords {
         }
     }
 
-    /// The records changed here by operations after number `number`; forgets the changes that
-    /// are in the cache by then.
+    /// The records changed here by operations after number `number` (those a read that began when
+    /// `number` was the last saved one may not have found); forgets the changes before, which every
+    /// later read finds.
     mutating func changed(after number: UInt64) -> Set<String> {
-        let saved = savedOperationNumber
-        changed = changed.filter { $0.value > saved }
-        return Set(changed.filter { $0.value > number }.keys)
+        changed = changed.filter { $0.value > number }
+        return Set(changed.keys)
     }
 
     /// Every record goes (logout): nothing of them is saved any more.

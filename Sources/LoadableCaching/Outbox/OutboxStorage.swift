@@ -129,9 +129,10 @@ enum OutboxStorage {
         _: Change.Type, from cache: any LoadableCache, key: String
     ) async -> OutboxRestoreOutcome<Change> {
         switch await read(from: cache, key: key) {
-        case .success(let (records, journal)):
+        case .success(let (records, journal, damage)):
             var outcome: OutboxRestoreOutcome<Change> = items(from: records, key: key)
             outcome.journal = journal
+            outcome.error = damage
             return outcome
         case .failure(let error):
             var outcome = OutboxRestoreOutcome<Change>()
@@ -140,25 +141,29 @@ enum OutboxStorage {
         }
     }
 
-    /// The records as the snapshot and the journals after it make them.
+    /// The records as the snapshot and the journals after it make them, and the first entry that
+    /// is not an outbox's (skipped: a snapshot's items are lost, an entry's changes too); fails when
+    /// an entry could not be read (for another reason than its bytes).
     static func read(
         from cache: any LoadableCache, key: String
-    ) async -> Result<([OutboxRecord], OutboxJournal), LoadableCacheError> {
+    ) async -> Result<([OutboxRecord], OutboxJournal, LoadableCacheError?), LoadableCacheError> {
         var records: [OutboxRecord] = []
         var journal = OutboxJournal()
+        var damage: LoadableCacheError?
         do {
             if let entry = try await cache.load(key: key) {
-                guard OutboxFormat.reads(version: entry.version) else {
-                    return .failure(.versionMismatch(key: key, found: entry.version, expected: OutboxFormat.version))
-                }
-                do {
-                    let snapshot = try OutboxFormat.decode(entry.data)
-                    records = snapshot.records
-                    for (slot, number) in snapshot.folded.prefix(OutboxJournal.slots).enumerated() {
-                        journal.folded[slot] = number
+                if !OutboxFormat.reads(version: entry.version) {
+                    damage = .versionMismatch(key: key, found: entry.version, expected: OutboxFormat.version)
+                } else {
+                    do {
+                        let snapshot = try OutboxFormat.decode(entry.data)
+                        records = snapshot.records
+                        for (slot, number) in snapshot.folded.prefix(OutboxJournal.slots).enumerated() {
+                            journal.folded[slot] = number
+                        }
+                    } catch {
+                        damage = .corrupt(key: key, reason: error.reason)
                     }
-                } catch {
-                    return .failure(.corrupt(key: key, reason: error.reason))
                 }
             }
             journal.read = journal.folded
@@ -169,16 +174,16 @@ enum OutboxStorage {
                     key: journalKey(key, slot: slot, number: journal.read[slot] + 1))
                 {
                     let entryKey = journalKey(key, slot: slot, number: journal.read[slot] + 1)
+                    journal.read[slot] += 1
                     guard entry.version == OutboxFormat.version else {
-                        return .failure(
-                            .versionMismatch(key: entryKey, found: entry.version, expected: OutboxFormat.version))
+                        damage = damage ?? .versionMismatch(key: entryKey, found: entry.version, expected: OutboxFormat.version)
+                        continue
                     }
                     do {
                         batches.append((entry.savedAt, slot, try OutboxFormat.decodeOperations(entry.data)))
                     } catch {
-                        return .failure(.corrupt(key: entryKey, reason: error.reason))
+                        damage = damage ?? .corrupt(key: entryKey, reason: error.reason)
                     }
-                    journal.read[slot] += 1
                 }
             }
             if !batches.isEmpty {
@@ -186,7 +191,7 @@ enum OutboxStorage {
                 let ordered = mergedBySavedAt(batches)
                 records = fold(records, ordered.flatMap(\.operations))
             }
-            return .success((records, journal))
+            return .success((records, journal, damage))
         } catch {
             return .failure(error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error))
         }
