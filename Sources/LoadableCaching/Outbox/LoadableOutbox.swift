@@ -159,6 +159,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private var senderLock: LoadableCacheLock?
     /// A read of the queue (which may take the lock) is on its way.
     private var isReadingShared = false
+    /// The last read found the lock held by another process: the next try waits for the timer.
+    private var isLockRefused = false
     /// Reads the queue every ``sharedReadInterval`` while the app is active.
     private var sharedReadTimer = ClockTimer()
     /// How often an outbox whose queue another process may share reads it: what the other
@@ -650,7 +652,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     private func updateSharing() {
         guard !machine.isRestoring else { return }
         let wantsLock = !storedIsPaused && !machine.isIdle
-        if wantsLock, senderLock == nil, !isReadingShared {
+        if wantsLock, senderLock == nil, !isReadingShared, !isLockRefused {
             readShared()
         } else if !wantsLock, let lock = senderLock, sends.isEmpty, discardedSends.isEmpty {
             senderLock = nil
@@ -665,6 +667,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         if !storedIsPaused, !sharedReadTimer.isArmed {
             sharedReadTimer.arm(after: Self.sharedReadInterval, on: clock) { [weak self] generation in
                 guard let self, self.sharedReadTimer.fired(generation) else { return }
+                self.isLockRefused = false
                 self.readShared()
             }
         }
@@ -692,6 +695,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         _ outcome: OutboxRestoreOutcome<Change>, changedAfter number: UInt64, lock: LoadableCacheLock?
     ) {
         isReadingShared = false
+        isLockRefused = lock == nil && senderLock == nil
         var actions: [OutboxStateMachine.Action] = []
         if let error = outcome.error {
             report(error)
@@ -1191,3 +1195,5 @@ private struct OutboxObservationKey: Observable {
     /// `\.isSending`, built once.
     @MainActor static let isSending: KeyPath<OutboxObservationKey, Void> = \.isSending
 }
+
+
