@@ -72,7 +72,7 @@ struct OutboxStateMachine {
         /// The scope sends nothing before this moment (a deadline of an earlier launch).
         var notBefore: Duration?
 
-        var isEmpty: Bool { ids.isEmpty && sending == nil && draining == 0 }
+        var isEmpty: Bool { ids.isEmpty && sending == nil && draining == 0 && notBefore == nil }
     }
 
     /// The most sends running at once.
@@ -301,6 +301,7 @@ struct OutboxStateMachine {
             if let notBefore = scope.notBefore, notBefore <= now {
                 scope.notBefore = nil
                 scopes[key] = scope
+                dropIfEmpty(key)
             }
             guard let armedAt = scope.armedAt, armedAt <= now, var retry = scope.retry else { continue }
             scope.armedAt = nil
@@ -369,6 +370,7 @@ struct OutboxStateMachine {
                 guard notBefore <= now else { continue }
                 scope.notBefore = nil
                 scopes[key] = scope
+                dropIfEmpty(key)
             }
             if let retry = scope.retry {
                 if retry.purpose == .retry { continue }
@@ -412,6 +414,11 @@ struct OutboxStateMachine {
     private mutating func appendToScope(_ key: ScopeKey, _ body: (inout Scope) -> Void) {
         if scopes[key] == nil {
             scopes[key] = Scope()
+            scopeOrder.append(key)
+        } else if scopes[key]!.ids.isEmpty {
+            // Kept only for a hold or a discarded item's send: its items go after the others, as
+            // those of a forgotten scope.
+            scopeOrder.removeAll { $0 == key }
             scopeOrder.append(key)
         }
         body(&scopes[key]!)
