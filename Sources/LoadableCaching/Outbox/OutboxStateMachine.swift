@@ -335,7 +335,9 @@ struct OutboxStateMachine {
 
     /// Carries out a scope's retry actions: a sync is a send of the scope's next item, asked for
     /// as the app would (a retry is what it waited for).
-    private mutating func perform(_ retryActions: [SyncerStateMachine.Action], in key: ScopeKey, now: Duration)
+    private mutating func perform(
+        _ retryActions: [SyncerStateMachine.Action], in key: ScopeKey, now: Duration
+    )
         -> [Action]
     {
         var actions: [Action] = []
