@@ -715,6 +715,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
                 item.remote = remote
                 record.isConflict = true
                 record.remote = encoded
+                // An answer: the hold of an earlier retryable failure is not kept either.
+                record.notBefore = nil
             }
             actions = machine.sendEnded(id, result: .conflict, now: clock.elapsed)
         case .failure(let error):
