@@ -88,6 +88,9 @@ struct OutboxStateMachine {
     private(set) var isRestoring = true
     /// The moment the one timer is armed for.
     private var timerDeadline: Duration?
+    /// The scopes whose retries go together (on a return, at one timer): each `start` may send
+    /// them all, so that they take the free sends in the scopes' order, before later scopes.
+    private var retrying: Set<ScopeKey> = []
     /// The number of the last save asked for, and of the last one finished.
     private(set) var requestedSave: UInt64 = 0
     private(set) var savedSequence: UInt64 = 0
@@ -295,7 +298,7 @@ struct OutboxStateMachine {
     /// The one timer fired.
     mutating func timerFired(now: Duration) -> [Action] {
         timerDeadline = nil
-        var actions: [Action] = []
+        var due: [(key: ScopeKey, actions: [SyncerStateMachine.Action])] = []
         for key in scopeOrder {
             guard var scope = scopes[key] else { continue }
             if let notBefore = scope.notBefore, notBefore <= now {
@@ -308,9 +311,9 @@ struct OutboxStateMachine {
             let fired = retry.timerFired(now: now)
             scope.retry = retry
             scopes[key] = scope
-            actions += perform(fired, in: key, now: now)
+            due.append((key, fired))
         }
-        return actions + start(explicitly: nil, now: now) + rearm(now: now)
+        return performTogether(due, now: now) + start(explicitly: nil, now: now) + rearm(now: now)
     }
 
     /// The app became inactive or active, offline or online.
@@ -318,20 +321,33 @@ struct OutboxStateMachine {
         let resumes = isPaused && !paused
         isPaused = paused
         isOffline = offline
-        var actions: [Action] = []
+        var changes: [(key: ScopeKey, actions: [SyncerStateMachine.Action])] = []
         for key in scopeOrder {
             guard var retry = scopes[key]?.retry else { continue }
             let needsSync = scopes[key]?.ids.contains { slots[$0]?.state == .pending } ?? false
             let changed = retry.activityChanged(
                 paused: paused, offline: offline, retryAllowed: true, needsSync: needsSync, now: now)
             scopes[key]?.retry = retry
-            actions += perform(changed, in: key, now: now)
+            changes.append((key, changed))
         }
+        var actions = performTogether(changes, now: now)
         if resumes { actions += start(explicitly: nil, now: now) }
         return actions + rearm(now: now)
     }
 
     // MARK: - Deciding
+
+    /// Carries out the retry actions of several scopes, told together: the scopes that retry go in
+    /// the scopes' order, with the others.
+    private mutating func performTogether(
+        _ changes: [(key: ScopeKey, actions: [SyncerStateMachine.Action])], now: Duration
+    ) -> [Action] {
+        retrying = Set(changes.filter { $0.actions.contains(.sync) || $0.actions.contains(.syncIfNeeded) }.map(\.key))
+        defer { retrying = [] }
+        var actions: [Action] = []
+        for change in changes { actions += perform(change.actions, in: change.key, now: now) }
+        return actions
+    }
 
     /// Carries out a scope's retry actions: a sync is a send of the scope's next item, asked for
     /// as the app would (a retry is what it waited for).
@@ -376,7 +392,9 @@ struct OutboxStateMachine {
             }
             if let retry = scope.retry {
                 if retry.purpose == .retry { continue }
-                if retry.observedState == .didFailToSync, explicitScope != .some(key) { continue }
+                if retry.observedState == .didFailToSync, explicitScope != .some(key), !retrying.contains(key) {
+                    continue
+                }
             }
             guard let id = scope.ids.first(where: { slots[$0]?.state == .pending }),
                 let slot = slots[id], slot.sequence <= savedSequence
