@@ -838,7 +838,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         case .success(.appliedAs(let applied)):
             let later = machine.laterItems(inScopeOf: id)
             removeItem(id)
-            actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
+            // The rebased items are sent once the save that carries their new changes finished.
+            let rebased = rebase == nil ? [] : later.flatMap { machine.changed($0, now: clock.elapsed) }
+            actions = rebased + machine.sendEnded(id, result: .removed, now: clock.elapsed)
             join(id, as: applied, replacing: true)
             if let rebase {
                 for laterID in later {

@@ -72,7 +72,7 @@ struct OutboxStateMachine {
         /// The scope sends nothing before this moment (a deadline of an earlier launch).
         var notBefore: Duration?
 
-        var isEmpty: Bool { ids.isEmpty && sending == nil && draining == 0 }
+        var isEmpty: Bool { ids.isEmpty && sending == nil && draining == 0 && notBefore == nil }
     }
 
     /// The most sends running at once.
@@ -91,6 +91,9 @@ struct OutboxStateMachine {
     private(set) var isSender: Bool
     /// The moment the one timer is armed for.
     private var timerDeadline: Duration?
+    /// The scopes whose retries go together (on a return, at one timer): each `start` may send
+    /// them all, so that they take the free sends in the scopes' order, before later scopes.
+    private var retrying: Set<ScopeKey> = []
     /// The number of the last save asked for, and of the last one finished.
     private(set) var requestedSave: UInt64 = 0
     private(set) var savedSequence: UInt64 = 0
@@ -299,21 +302,22 @@ struct OutboxStateMachine {
     /// The one timer fired.
     mutating func timerFired(now: Duration) -> [Action] {
         timerDeadline = nil
-        var actions: [Action] = []
+        var due: [(key: ScopeKey, actions: [SyncerStateMachine.Action])] = []
         for key in scopeOrder {
             guard var scope = scopes[key] else { continue }
             if let notBefore = scope.notBefore, notBefore <= now {
                 scope.notBefore = nil
                 scopes[key] = scope
+                dropIfEmpty(key)
             }
             guard let armedAt = scope.armedAt, armedAt <= now, var retry = scope.retry else { continue }
             scope.armedAt = nil
             let fired = retry.timerFired(now: now)
             scope.retry = retry
             scopes[key] = scope
-            actions += perform(fired, in: key, now: now)
+            due.append((key, fired))
         }
-        return actions + start(explicitly: nil, now: now) + rearm(now: now)
+        return performTogether(due, now: now) + start(explicitly: nil, now: now) + rearm(now: now)
     }
 
     /// The app became inactive or active, offline or online.
@@ -321,15 +325,16 @@ struct OutboxStateMachine {
         let resumes = isPaused && !paused
         isPaused = paused
         isOffline = offline
-        var actions: [Action] = []
+        var changes: [(key: ScopeKey, actions: [SyncerStateMachine.Action])] = []
         for key in scopeOrder {
             guard var retry = scopes[key]?.retry else { continue }
             let needsSync = scopes[key]?.ids.contains { slots[$0]?.state == .pending } ?? false
             let changed = retry.activityChanged(
                 paused: paused, offline: offline, retryAllowed: true, needsSync: needsSync, now: now)
             scopes[key]?.retry = retry
-            actions += perform(changed, in: key, now: now)
+            changes.append((key, changed))
         }
+        var actions = performTogether(changes, now: now)
         if resumes { actions += start(explicitly: nil, now: now) }
         return actions + rearm(now: now)
     }
@@ -395,9 +400,23 @@ struct OutboxStateMachine {
 
     // MARK: - Deciding
 
+    /// Carries out the retry actions of several scopes, told together: the scopes that retry go in
+    /// the scopes' order, with the others.
+    private mutating func performTogether(
+        _ changes: [(key: ScopeKey, actions: [SyncerStateMachine.Action])], now: Duration
+    ) -> [Action] {
+        retrying = Set(changes.filter { $0.actions.contains(.sync) || $0.actions.contains(.syncIfNeeded) }.map(\.key))
+        defer { retrying = [] }
+        var actions: [Action] = []
+        for change in changes { actions += perform(change.actions, in: change.key, now: now) }
+        return actions
+    }
+
     /// Carries out a scope's retry actions: a sync is a send of the scope's next item, asked for
     /// as the app would (a retry is what it waited for).
-    private mutating func perform(_ retryActions: [SyncerStateMachine.Action], in key: ScopeKey, now: Duration)
+    private mutating func perform(
+        _ retryActions: [SyncerStateMachine.Action], in key: ScopeKey, now: Duration
+    )
         -> [Action]
     {
         var actions: [Action] = []
@@ -432,10 +451,13 @@ struct OutboxStateMachine {
                 guard notBefore <= now else { continue }
                 scope.notBefore = nil
                 scopes[key] = scope
+                dropIfEmpty(key)
             }
             if let retry = scope.retry {
                 if retry.purpose == .retry { continue }
-                if retry.observedState == .didFailToSync, explicitScope != .some(key) { continue }
+                if retry.observedState == .didFailToSync, explicitScope != .some(key), !retrying.contains(key) {
+                    continue
+                }
             }
             guard let id = scope.ids.first(where: { slots[$0]?.state == .pending }),
                 let slot = slots[id], slot.sequence <= savedSequence
@@ -475,6 +497,11 @@ struct OutboxStateMachine {
     private mutating func appendToScope(_ key: ScopeKey, _ body: (inout Scope) -> Void) {
         if scopes[key] == nil {
             scopes[key] = Scope()
+            scopeOrder.append(key)
+        } else if scopes[key]!.ids.isEmpty {
+            // Kept only for a hold or a discarded item's send: its items go after the others, as
+            // those of a forgotten scope.
+            scopeOrder.removeAll { $0 == key }
             scopeOrder.append(key)
         }
         body(&scopes[key]!)
