@@ -101,7 +101,8 @@ struct OutboxConflictsGuide {
         #expect(held, "the condition did not hold", sourceLocation: sourceLocation)
     }
 
-    @Test("two edits of one note queued offline: the second carries the version the first got, no conflict with oneself")
+    @Test(
+        "two edits of one note queued offline: the second carries the version the first got, no conflict with oneself")
     func rebaseAvoidsSelfConflicts() async throws {
         notes.put(Note(id: "n1", text: "milk"))
         let activity = ActivityMonitor(connectivity: .offline)

@@ -322,7 +322,8 @@ private func runDrain(_ change: OutboxChange, _ settings: Settings, into report:
     }
     let bestOne = one.min()!.nanoseconds / 1e6
     let bestFour = four.min()!.nanoseconds / 1e6
-    report.add(Row(scenario: "outbox: drain \(drainItems) items, 1 scope, 10 ms per send, best", value: bestOne, unit: "ms"))
+    report.add(
+        Row(scenario: "outbox: drain \(drainItems) items, 1 scope, 10 ms per send, best", value: bestOne, unit: "ms"))
     report.add(
         Row(
             scenario: "outbox: drain \(drainItems) items, 4 scopes, 10 ms per send, best", value: bestFour, unit: "ms",
@@ -331,7 +332,8 @@ private func runDrain(_ change: OutboxChange, _ settings: Settings, into report:
         Goal(
             name: "outbox: 4 scopes of 100 items drain faster than one scope of 400 (server answers in 10 ms)",
             target: ">= 3x",
-            measured: String(format: "%.2fx (best of %d: %.0f ms vs %.0f ms)", bestOne / bestFour, runs, bestFour, bestOne),
+            measured: String(
+                format: "%.2fx (best of %d: %.0f ms vs %.0f ms)", bestOne / bestFour, runs, bestFour, bestOne),
             holds: bestOne / bestFour >= 3))
 }
 

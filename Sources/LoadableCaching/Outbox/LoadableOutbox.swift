@@ -750,10 +750,11 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let newIDs = Set(newItems.map(\.id))
         let gone = storedItems.filter { !newIDs.contains($0.id) }
         let added = newItems.filter { mine[$0.id] == nil }
-        let rebased = newItems.filter { item in
-            guard let own = mine[item.id] else { return false }
-            return own.idempotencyKey != item.idempotencyKey || myRecords[item.id]?.change != newRecords.first { $0.id == item.id }?.change
-        }
+        // Changed by the other process (resolved, or rebased there): shown so here.
+        let changed = zip(newItems, newRecords).filter { item, record in
+            guard mine[item.id] != nil else { return false }
+            return myRecords[item.id]?.change != record.change
+        }.map(\.0)
         stored.withLock { stored in
             let knownSetAside = Set(stored.setAside.map(\.id))
             stored.setAside += outcome.setAside.filter { !knownSetAside.contains($0.id) }
@@ -780,7 +781,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let actions = machine.replaceQueue(queue, keeping: kept, now: clock.elapsed)
         // Sent or discarded by the other process: sent, most likely, so the change joins.
         for item in gone { forEachDisplay { _ = $0.join(item.id) } }
-        for item in rebased { forEachDisplay { $0.replace(item.id, item.change) } }
+        for item in changed { forEachDisplay { $0.replace(item.id, item.change) } }
         for item in added { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
         return actions
     }
@@ -1197,5 +1198,3 @@ private struct OutboxObservationKey: Observable {
     /// `\.isSending`, built once.
     @MainActor static let isSending: KeyPath<OutboxObservationKey, Void> = \.isSending
 }
-
-

@@ -109,7 +109,8 @@ enum OutboxStorage {
     }
 
     /// Removes the snapshot and every journal entry read: logout.
-    static func removeAll(journal: OutboxJournal, in cache: any LoadableCache, key: String) async -> LoadableCacheError? {
+    static func removeAll(journal: OutboxJournal, in cache: any LoadableCache, key: String) async -> LoadableCacheError?
+    {
         var failure: LoadableCacheError?
         do {
             try await cache.remove(key: key)
@@ -176,7 +177,9 @@ enum OutboxStorage {
                     let entryKey = journalKey(key, slot: slot, number: journal.read[slot] + 1)
                     journal.read[slot] += 1
                     guard entry.version == OutboxFormat.version else {
-                        damage = damage ?? .versionMismatch(key: entryKey, found: entry.version, expected: OutboxFormat.version)
+                        damage =
+                            damage
+                            ?? .versionMismatch(key: entryKey, found: entry.version, expected: OutboxFormat.version)
                         continue
                     }
                     do {
