@@ -127,9 +127,6 @@ struct OutboxReferenceModel {
     private var retries: [String?: Retry] = [:]
     /// The scopes held after a relaunch, until the moment kept with their items.
     private var notBefore: [String?: Int] = [:]
-    /// The scopes in the order they got their first item since they last had none: the order in
-    /// which they take free sends.
-    private var scopeOrder: [String?] = []
     private var keyCount = 0
     /// The clock's time, in seconds.
     private(set) var now = 0
@@ -199,10 +196,6 @@ struct OutboxReferenceModel {
             reached[.merged, default: 0] += 1
             afterChange()
             return items[index].id
-        }
-        if !items.contains(where: { $0.scope == scope }) {
-            scopeOrder.removeAll { $0 == scope }
-            scopeOrder.append(scope)
         }
         if configuration.coalesces, let last = items.last(where: { $0.scope == scope }), last.state == .pending,
             last.attempts == 0
@@ -354,8 +347,6 @@ struct OutboxReferenceModel {
         }
         retries.removeAll()
         notBefore.removeAll()
-        scopeOrder = []
-        for item in items where !scopeOrder.contains(item.scope) { scopeOrder.append(item.scope) }
         for item in items {
             guard let moment = item.notBefore, moment > now else { continue }
             notBefore[item.scope] = max(notBefore[item.scope] ?? moment, moment)
@@ -455,11 +446,16 @@ struct OutboxReferenceModel {
 
     /// Starts every send that may start: unless paused, in each scope that sends nothing (and
     /// waits for no cancelled send, no retry, no hold), its first pending item if it is saved;
-    /// in ``scopeOrder``, at most `maxConcurrentSends` at once.
+    /// the scope whose next item is oldest first, at most `maxConcurrentSends` at once.
     private mutating func fill() {
         guard !isPaused else { return }
         defer { if sends.count > 1 { reached[.severalSends, default: 0] += 1 } }
-        for scope in scopeOrder {
+        // Of the scopes that may send, the one whose next item is oldest in the queue first.
+        var byNextItem: [String?] = []
+        for item in items where item.state == .pending && !byNextItem.contains(item.scope) {
+            byNextItem.append(item.scope)
+        }
+        for scope in byNextItem {
             guard sends.count < configuration.maxConcurrentSends else {
                 let sendingScopes = sends.map(\.scope)
                 if items.contains(where: { $0.state == .pending && !sendingScopes.contains($0.scope) }) {

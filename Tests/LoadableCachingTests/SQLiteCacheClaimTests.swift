@@ -82,8 +82,9 @@ struct SQLiteCacheClaimTests {
         await posts.flush()
 
         let third = try SQLiteLoadableCache(path: path)
-        #expect(try await third.load(key: "outbox/notes") != nil)
-        #expect(try await third.load(key: "outbox/tasks") != nil)
+        // Each queue's first journal entry.
+        #expect(try await third.load(key: "outbox/notes#0#1") != nil)
+        #expect(try await third.load(key: "outbox/tasks#0#1") != nil)
         #expect(try await third.load(key: "users/1") == contractEntry(3))
         withExtendedLifetime((notes, tasks, posts, users)) {}
     }

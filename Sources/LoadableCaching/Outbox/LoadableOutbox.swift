@@ -18,28 +18,38 @@ public import Observation
 /// outbox.enqueue(PostEdit(postID: 7, title: "On the train"))  // shown at once, sent when it can be
 /// ```
 ///
-/// **Saved first.** ``enqueue(_:)`` saves the item to the cache (off the main actor) before its
-/// first send; ``saved()`` waits for that. Every change of the queue is saved the same way (the
-/// whole queue in one entry under ``key``, replaced at each save), so a crash at any moment leaves
-/// the queue as it was before or after a save. An outbox made on the same cache and key after a
-/// relaunch restores every item whose enqueue was saved, in order (an item that was sending is
-/// pending again), and sends it again with the same ``OutboxItem/idempotencyKey``: a server that
-/// honours the `Idempotency-Key` header applies each change once, even when the app died between
-/// the server's answer and the save of the removal.
+/// **Saved first.** ``enqueue(_:scope:)`` saves the item to the cache (off the main actor) before
+/// its first send; ``saved()`` waits for that. Every change of the queue is saved the same way:
+/// each save appends what changed since the last one to the outbox's journal (one entry), and now
+/// and then a snapshot of the whole queue replaces the entries it covers, so a save costs the same
+/// however long the queue is, and a crash at any moment leaves the queue as it was before or after
+/// a save. An outbox made on the same cache and key after a relaunch restores every item whose
+/// enqueue was saved, in order (an item that was sending is pending again), and sends it again
+/// with the same ``OutboxItem/idempotencyKey``: a server that honours the `Idempotency-Key`
+/// header applies each change once, even when the app died between the server's answer and the
+/// save of the removal.
 ///
-/// **Sending.** One item at a time, oldest first, through `send`, while the ``activity`` monitor
-/// says the app is active and not offline (``isPaused`` otherwise; a send running when it pauses
-/// goes on).
-/// - Success: the item goes (and its removal is saved); the next one follows at once.
-/// - A retryable failure (`RetryAfterProviding.isRetryable`, or a `URLError`): the item stays
-///   first and is sent again after the retry policy's delay, or after the error's
-///   `RetryAfterProviding.retryAfter` when that is longer (up to one hour). Nothing is retried
-///   while paused; coming back active and online starts the backoff over and retries at once,
-///   but never before the server's `Retry-After`. Once a policy with `maxRetries` has none
-///   left, the item waits for the next return to active and online, or the next ``enqueue(_:)``
-///   or ``retry(_:)``.
+/// **Sending.** Items of one scope are sent in order, one at a time; scopes in parallel, at most
+/// ``maxConcurrentSends`` at once (the scope whose next item is oldest first), while the
+/// ``activity`` monitor says the app is active and not offline (``isPaused`` otherwise; a send
+/// running when it pauses goes on). What the server did is the ``OutboxOutcome`` `send` returns:
+/// ``OutboxOutcome/applied`` and ``OutboxOutcome/appliedAs(_:)`` remove the item (its layers join),
+/// ``OutboxOutcome/dropped`` removes it (its layers leave), ``OutboxOutcome/conflict(remote:)``
+/// keeps it as a ``OutboxItem/State/conflict`` for ``resolve(_:with:)`` or ``discard(_:)``.
+/// - A retryable failure (``shouldRetry``): the item stays first in its scope and is sent again
+///   after the retry policy's delay, or after the error's `RetryAfterProviding.retryAfter` when
+///   that is longer (up to one hour); the other scopes go on. Nothing is retried while paused;
+///   coming back active and online starts the backoff over and retries at once, but never before
+///   the server's `Retry-After`. The deadline is kept with the item: a relaunch does not send
+///   before it. Once a policy with `maxRetries` has none left, the scope waits for the next return
+///   to active and online, or the next ``enqueue(_:scope:)`` into it, or ``retry(_:)``.
 /// - Any other failure: the item is ``OutboxItem/State/failed`` and stays, for the app to show,
-///   ``retry(_:)`` or ``discard(_:)``; the items after it go on.
+///   ``retry(_:)``, ``resolve(_:with:)`` or ``discard(_:)``; the items after it go on.
+///
+/// **Two processes.** On a cache that locks across processes (the file and SQLite caches), an app
+/// and its extension may share one outbox: one of them sends at a time (the one holding the
+/// cache's lock), the other reads the queue every 5 seconds while active, shows every item, and
+/// takes over when the lock frees. See `Docs/Offline.md`.
 ///
 /// **Shown before sent.** ``show(on:_:)`` shows every item that is not sent yet as an optimistic
 /// layer on a loadable, above every refresh, as ``PushLoadable/mutate(optimistic:commit:reconcile:)``
@@ -57,8 +67,9 @@ public import Observation
 /// **Observation.** ``items``, ``pendingCount``, ``isPaused`` and ``isSending`` are observable.
 ///
 /// Isolated to the main actor. Give the outbox a key that no store's `removeAll()` clears: its
-/// own cache, or a scope of its own (`cache.scoped("outbox/")`). Two live outboxes on one entry,
-/// or an outbox on an entry of a cache a live store owns, stop the program with a message.
+/// own cache, or a scope of its own (`cache.scoped("outbox/")`). Two live outboxes of one process
+/// on one key, or an outbox on an entry of a cache a live store owns, stop the program with a
+/// message.
 @MainActor
 public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// The items not sent yet, oldest first: pending, sending, failed and conflicted.

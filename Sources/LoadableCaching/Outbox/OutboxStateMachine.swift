@@ -6,8 +6,8 @@ internal import LoadableSyncer
 ///
 /// Rules:
 /// - Items belong to scopes (`nil` is one scope too). A scope sends its items in order, one at a
-///   time; scopes send in parallel, at most ``maxConcurrentSends`` at once, the scope with the
-///   oldest item first. A failed or conflicted item does not hold its scope: the next one goes.
+///   time; scopes send in parallel, at most ``maxConcurrentSends`` at once: of the scopes that may
+///   send, the one whose next item is oldest in the whole queue first (no scope starves another). A failed or conflicted item does not hold its scope: the next one goes.
 /// - An item is sent only once a save that carries it has finished, never while restoring, and
 ///   never while paused (inactive or offline; a running send goes on).
 /// - A retryable failure holds only its scope, with the syncer's bookkeeping
@@ -56,6 +56,8 @@ struct OutboxStateMachine {
         var state: SlotState
         /// The number of the save that first carries the item (0: restored).
         var sequence: UInt64
+        /// The item's place in the whole queue: the scope whose next item is oldest sends first.
+        var position = 0
     }
 
     private struct Scope {
@@ -83,6 +85,9 @@ struct OutboxStateMachine {
     /// The scopes that have items or running sends, oldest first.
     private var scopeOrder: [ScopeKey] = []
     private var runningSends = 0
+    /// The places given to the next item enqueued and to the next item put before the others.
+    private var nextPosition = 0
+    private var firstPosition = 0
     private(set) var isPaused: Bool
     private var isOffline: Bool
     private(set) var isRestoring = true
@@ -148,7 +153,8 @@ struct OutboxStateMachine {
     /// A new item at the end of `scope`: saved, then sent in turn.
     mutating func enqueue(_ id: String, scope: ScopeKey, now: Duration) -> [Action] {
         let save = requestSave()
-        slots[id] = Slot(scope: scope, state: .pending, sequence: requestedSave)
+        slots[id] = Slot(scope: scope, state: .pending, sequence: requestedSave, position: nextPosition)
+        nextPosition += 1
         appendToScope(scope) { $0.ids.append(id) }
         return [save] + start(explicitly: scope, now: now)
     }
@@ -173,8 +179,10 @@ struct OutboxStateMachine {
     ) -> [Action] {
         var restoredScopes: [ScopeKey] = []
         var byScope: [ScopeKey: [String]] = [:]
-        for item in restored where slots[item.id] == nil {
-            slots[item.id] = Slot(scope: item.scope, state: item.state, sequence: 0)
+        let found = restored.filter { slots[$0.id] == nil }
+        firstPosition -= found.count
+        for (offset, item) in found.enumerated() {
+            slots[item.id] = Slot(scope: item.scope, state: item.state, sequence: 0, position: firstPosition + offset)
             if byScope[item.scope] == nil { restoredScopes.append(item.scope) }
             byScope[item.scope, default: []].append(item.id)
             if let notBefore = item.notBefore, notBefore > now {
@@ -273,8 +281,11 @@ struct OutboxStateMachine {
     /// a resolved conflict). Returns `nil` when it is neither.
     mutating func retry(_ id: String, now: Duration) -> [Action]? {
         guard let slot = slots[id], slot.state == .failed || slot.state == .conflict else { return nil }
+        let save = requestSave()
+        // Sent once the save that carries it (a resolve's new change and key) finished.
         slots[id]?.state = .pending
-        return [requestSave()] + start(explicitly: slot.scope, now: now)
+        slots[id]?.sequence = requestedSave
+        return [save] + start(explicitly: slot.scope, now: now)
     }
 
     /// Every item goes (logout). Returns the ids of the items whose sends run: each scope waits for
@@ -366,16 +377,22 @@ struct OutboxStateMachine {
         var listed = Set<String>()
         for item in queue {
             listed.insert(item.id)
-            if let known = slots[item.id], known.state == .sending || keeping.contains(item.id) {
+            if var known = slots[item.id], known.state == .sending || keeping.contains(item.id) {
+                known.position = firstPosition + listed.count
                 add(item.id, known)
             } else {
-                add(item.id, Slot(scope: item.scope, state: item.state, sequence: slots[item.id]?.sequence ?? 0))
+                let sequence = slots[item.id]?.sequence ?? 0
+                add(
+                    item.id,
+                    Slot(scope: item.scope, state: item.state, sequence: sequence, position: firstPosition + listed.count))
             }
         }
         // Known here and not in the cache's queue: sending here, or not saved yet.
         for key in scopeOrder {
             for id in scopes[key]?.ids ?? [] where !listed.contains(id) {
-                guard let known = slots[id], known.state == .sending || keeping.contains(id) else { continue }
+                guard var known = slots[id], known.state == .sending || keeping.contains(id) else { continue }
+                known.position = firstPosition + listed.count
+                listed.insert(id)
                 add(id, known)
             }
         }
@@ -443,15 +460,14 @@ struct OutboxStateMachine {
     /// up.
     private mutating func start(explicitly explicitScope: ScopeKey??, now: Duration) -> [Action] {
         guard !isRestoring, !isPaused, isSender else { return [] }
-        var actions: [Action] = []
+        // The scopes that may send now, with their next item; the one whose item is oldest first.
+        var ready: [(key: ScopeKey, id: String, position: Int)] = []
         for key in scopeOrder {
-            guard runningSends < maxConcurrentSends else { break }
             guard var scope = scopes[key], scope.sending == nil, scope.draining == 0 else { continue }
             if let notBefore = scope.notBefore {
                 guard notBefore <= now else { continue }
                 scope.notBefore = nil
                 scopes[key] = scope
-                dropIfEmpty(key)
             }
             if let retry = scope.retry {
                 if retry.purpose == .retry { continue }
@@ -462,6 +478,12 @@ struct OutboxStateMachine {
             guard let id = scope.ids.first(where: { slots[$0]?.state == .pending }),
                 let slot = slots[id], slot.sequence <= savedSequence
             else { continue }
+            ready.append((key, id, slot.position))
+        }
+        ready.sort { $0.position < $1.position }
+        var actions: [Action] = []
+        for (key, id, _) in ready.prefix(Swift.max(maxConcurrentSends - runningSends, 0)) {
+            guard var scope = scopes[key] else { continue }
             slots[id]?.state = .sending
             scope.sending = id
             runningSends += 1
@@ -473,6 +495,8 @@ struct OutboxStateMachine {
             scopes[key] = scope
             actions.append(.send(id))
         }
+        // Scopes whose hold ended with nothing left in them.
+        for key in scopeOrder { dropIfEmpty(key) }
         return actions
     }
 
