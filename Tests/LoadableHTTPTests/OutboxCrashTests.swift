@@ -352,7 +352,8 @@ struct OutboxCrashTests {
             let applied = ledger.applied
             if !disorderSeen, let index = Self.firstDisorder(in: applied) {
                 disorderSeen = true
-                Issue.record("\(context): the server applied \(applied[index]) out of its scope's order; applied: \(applied)")
+                Issue.record(
+                    "\(context): the server applied \(applied[index]) out of its scope's order; applied: \(applied)")
             }
         }
 

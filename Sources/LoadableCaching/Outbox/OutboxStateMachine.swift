@@ -384,7 +384,9 @@ struct OutboxStateMachine {
                 let sequence = slots[item.id]?.sequence ?? 0
                 add(
                     item.id,
-                    Slot(scope: item.scope, state: item.state, sequence: sequence, position: firstPosition + listed.count))
+                    Slot(
+                        scope: item.scope, state: item.state, sequence: sequence, position: firstPosition + listed.count
+                    ))
             }
         }
         // Known here and not in the cache's queue: sending here, or not saved yet.
