@@ -309,8 +309,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         for sending in sends.values { sending.task.cancel() }
     }
 
-    /// The outbox's default retry rule: an error that says ``RetryAfterProviding/isRetryableWithIdempotencyKey``
-    /// (which is ``RetryAfterProviding/isRetryable`` unless the error says otherwise; an HTTP `409`
+    /// The outbox's default retry rule: an error that says `RetryAfterProviding.isRetryableWithIdempotencyKey`
+    /// (which is `RetryAfterProviding.isRetryable` unless the error says otherwise; an HTTP `409`
     /// to a request that carried an `Idempotency-Key` is retried), and any `URLError`. Anything
     /// else marks the item failed: a write is not repeated unless an error says it may be, where
     /// `LoadableSyncer` repeats a read unless an error says it may not.
