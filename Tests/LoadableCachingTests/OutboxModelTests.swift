@@ -58,7 +58,7 @@ struct OutboxModelTests {
     @MainActor
     final class Subject {
         let configuration: Model.Configuration
-        let cache = InMemoryLoadableCache()
+        let cache: any LoadableCache
         let server = ModelOutcomeServer<Change>()
         let clock = ManualClock()
         let activity = ActivityMonitor()
@@ -69,6 +69,9 @@ struct OutboxModelTests {
 
         init(configuration: Model.Configuration) {
             self.configuration = configuration
+            cache =
+                configuration.sharesQueue
+                ? SharingMemoryCache(base: InMemoryLoadableCache()) : InMemoryLoadableCache()
         }
 
         func start() async {
@@ -123,7 +126,8 @@ struct OutboxModelTests {
             scopes: random.next() % 2 == 0 ? [nil, "a"] : [nil, "a", "b"],
             maxConcurrentSends: Int(random.next() % 4) + 1,
             coalesces: random.next() % 2 == 0,
-            rebases: random.next() % 4 != 0)
+            rebases: random.next() % 4 != 0,
+            sharesQueue: random.next() % 2 == 0)
     }
 
     static func randomOutcome(_ random: inout SeededRandomNumberGenerator) -> Outcome {
@@ -197,6 +201,11 @@ struct OutboxModelTests {
                 return "at step \(step), \(operation): \(failure)"
             }
             trace?("\(operation) → \(model.items.map { "\($0.key):\($0)" })")
+            // The shared path takes the lock and reads the queue through the cache's queue first:
+            // more turns before its sends show.
+            if subject.configuration.sharesQueue {
+                for _ in 0..<2 { await settleOutbox() }
+            }
             if let difference = difference(model, subject) {
                 return "after step \(step), \(operation): \(difference)"
             }
@@ -406,4 +415,25 @@ struct OutboxModelTests {
         let failure = await Self.mismatch(in: kept.operations, configuration: kept.configuration)
         #expect(failure == nil, "\(failure ?? "")")
     }
+}
+
+/// A memory cache that says it locks across processes (its locks and updates are the protocol's
+/// defaults, which hold within the process): an outbox on it takes the two-process path.
+final class SharingMemoryCache: LoadableCache {
+    let base: InMemoryLoadableCache
+
+    init(base: InMemoryLoadableCache) {
+        self.base = base
+    }
+
+    var locksAcrossProcesses: Bool { true }
+
+    func load(key: String) async throws -> CachedEntry? { await base.load(key: key) }
+    func save(_ entry: CachedEntry, key: String) async throws { await base.save(entry, key: key) }
+    func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
+        try await base.touch(key: key, savedAt: savedAt, metadata: metadata)
+    }
+    func remove(key: String) async throws { await base.remove(key: key) }
+    func removeAll() async throws { await base.removeAll() }
+    func removeEntries(keyPrefix prefix: String) async throws { await base.removeEntries(keyPrefix: prefix) }
 }

@@ -21,11 +21,15 @@ struct OutboxReferenceModel {
         var coalesces: Bool
         /// Whether the outbox has a `rebase` closure (``rebased(_:onto:)``).
         var rebases: Bool
+        /// Whether the cache says it locks across processes: the outbox then takes the sender's
+        /// lock before it sends and reads its queue back every 5 s, which must change nothing that
+        /// one process can see.
+        var sharesQueue = false
 
         var description: String {
             let scopes = scopes.map { $0 ?? "nil" }.joined(separator: ",")
             return "scopes [\(scopes)], maxConcurrentSends \(maxConcurrentSends), coalesce \(coalesces), "
-                + "rebase \(rebases)"
+                + "rebase \(rebases)" + (sharesQueue ? ", shared" : "")
         }
     }
 

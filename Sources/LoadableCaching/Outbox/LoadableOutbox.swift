@@ -698,15 +698,18 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             if tryLock { lock = try? await cache.tryLock(key: key + "#sender") }
             let before = stored.withLock { $0.savedOperationNumber }
             let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
-            return { [weak self] in self?.sharedReadDidFinish(outcome, changedAfter: before, lock: lock) }
+            return { [weak self] in
+                self?.sharedReadDidFinish(outcome, changedAfter: before, lock: lock, triedLock: tryLock)
+            }
         }
     }
 
     private func sharedReadDidFinish(
-        _ outcome: OutboxRestoreOutcome<Change>, changedAfter number: UInt64, lock: LoadableCacheLock?
+        _ outcome: OutboxRestoreOutcome<Change>, changedAfter number: UInt64, lock: LoadableCacheLock?,
+        triedLock: Bool
     ) {
         isReadingShared = false
-        isLockRefused = lock == nil && senderLock == nil
+        isLockRefused = triedLock && lock == nil
         var actions: [OutboxStateMachine.Action] = []
         if let error = outcome.error {
             report(error)
