@@ -1,5 +1,5 @@
 public import Foundation
-public import Loadable
+internal import Loadable
 public import LoadableSyncer
 public import Observation
 
@@ -116,14 +116,14 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// given another rule.
     public var shouldRetry: @MainActor (any Error) -> Bool
 
-    private let send: @MainActor (Change, _ idempotencyKey: String) async throws -> OutboxOutcome<Change>
-    private let rebase: (@MainActor (_ later: inout Change, _ applied: Change) -> Void)?
-    private let coalesce: (@MainActor (_ earlier: Change, _ later: Change) -> Change?)?
+    let send: @MainActor (Change, _ idempotencyKey: String) async throws -> OutboxOutcome<Change>
+    let rebase: (@MainActor (_ later: inout Change, _ applied: Change) -> Void)?
+    let coalesce: (@MainActor (_ earlier: Change, _ later: Change) -> Change?)?
     /// The wall-clock time, for `enqueuedAt`, the retry deadlines kept and the saved entry's
     /// `savedAt`.
-    private let now: @Sendable () -> Date
-    private let encoder = JSONEncoder()
-    private var storedItems: [OutboxItem<Change>] = []
+    let now: @Sendable () -> Date
+    let encoder = JSONEncoder()
+    var storedItems: [OutboxItem<Change>] = []
     /// Each item as it is saved, in the order of ``storedItems`` (kept in step with it), the items
     /// set aside and the changes sent that no loadable showed: behind a lock, so that a save
     /// copies them when it runs, off the main actor. A save that held the array instead would make
@@ -131,58 +131,51 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// with a save asked for (or in ways a save merges the same whatever it reads, while
     /// restoring), so that after the saves asked for, the cache holds the same bytes however the
     /// saves ran.
-    private let stored = Locked(OutboxRecords())
+    let stored = Locked(OutboxRecords())
     /// The changes sent that no loadable showed yet, by the id of their record: shown on the
     /// loadables of later ``show(on:_:)`` calls until they sync.
-    private var sentChanges: [(id: String, change: Change)] = []
+    var sentChanges: [(id: String, change: Change)] = []
     /// Send counts not in the records yet, by item id: written into them when the next save is
     /// asked for.
-    private var unsavedAttempts: [String: Int] = [:]
-    private var storedIsPaused: Bool
+    var unsavedAttempts: [String: Int] = [:]
+    var storedIsPaused: Bool
     /// The running sends, by item id.
-    private var sends: [String: Sending] = [:]
+    var sends: [String: OutboxSending] = [:]
     /// The sends of discarded items that still run, by send number, with their scopes.
-    private var discardedSends: [Int: String?] = [:]
+    var discardedSends: [Int: String?] = [:]
     /// Counts sends, so that a send cancelled meanwhile is told apart from the next one.
-    private var sendCount = 0
+    var sendCount = 0
 
-    private var savedSequence: UInt64 = 0
-    private var saveWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
-    private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
+    var saveWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    var restoreWaiters: [CheckedContinuation<Void, Never>] = []
     /// ``removeAll()`` was called while restoring: what the restore finds is dropped.
-    private var dropsRestored = false
+    var dropsRestored = false
     /// The stored queue could not be read (for another reason than its bytes): saves add to it.
-    private var storedIsUnread = false
+    var storedIsUnread = false
 
     /// The decisions: what to send, when to retry (the syncer's rules, per scope).
-    private var machine: OutboxStateMachine
+    var machine: OutboxStateMachine
     /// Actions decided while others are being carried out: a handler told of a change (which may
     /// enqueue or discard) runs inside them.
-    private var pendingActions: [OutboxStateMachine.Action] = []
-    private var isPerforming = false
-    private let clock: ElapsedClock
-    private var timer = ClockTimer()
+    var pendingActions: [OutboxStateMachine.Action] = []
+    var isPerforming = false
+    let clock: ElapsedClock
+    var timer = ClockTimer()
 
     // Two processes: one sends, holding the cache's lock; each reads the other's changes.
     /// Whether another process may share the queue (the cache locks across processes).
-    private let sharesQueue: Bool
-    /// The sender's lock, while this outbox holds it.
-    private var senderLock: LoadableCacheLock?
-    /// A read of the queue (which may take the lock) is on its way.
-    private var isReadingShared = false
-    /// The last read found the lock held by another process: the next try waits for the timer.
-    private var isLockRefused = false
-    /// Reads the queue every ``sharedReadInterval`` while the app is active.
-    private var sharedReadTimer = ClockTimer()
+    let sharesQueue: Bool
+    /// The sender's lock and the reads of the queue.
+    var shared = OutboxSharedQueue()
     /// How often an outbox whose queue another process may share reads it: what the other
     /// enqueued shows within this time, and a sender that went is taken over within it.
     static var sharedReadInterval: Duration { .seconds(5) }
 
     /// The loadables the items show on, by identity.
-    private var displays: [ObjectIdentifier: OutboxDisplay<Change>] = [:]
-    private var displaySweepThreshold = 16
+    var displays: [ObjectIdentifier: OutboxDisplay<Change>] = [:]
+    var displaySweepThreshold = 16
     /// Made by the first tracked read, so that an outbox nobody observes pays nothing for it.
-    private var observation: ObservationState?
+    var observation: ObservationState?
 
     /// How long a change sent while no loadable showed it is kept to be shown: a day.
     static var sentChangeLifetime: TimeInterval { 86_400 }
@@ -305,7 +298,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     deinit {
         timer.cancelTask()
-        sharedReadTimer.cancelTask()
+        shared.timer.cancelTask()
         for sending in sends.values { sending.task.cancel() }
     }
 
@@ -479,7 +472,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// Returns at once when it is already.
     public func saved() async {
         let sequence = machine.requestedSave
-        guard savedSequence < sequence else { return }
+        guard machine.savedSequence < sequence else { return }
         await withCheckedContinuation { saveWaiters.append((sequence, $0)) }
     }
 
@@ -491,7 +484,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     }
 
     /// The change's JSON, or `nil` (reported) when it cannot be encoded.
-    private func encode(_ change: Change) -> Data? {
+    func encode(_ change: Change) -> Data? {
         do {
             return try encoder.encode(change)
         } catch {
@@ -502,7 +495,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     /// Gives item `id` a new change (merged or rebased: same key), on the loadables too.
     @discardableResult
-    private func replaceChange(of id: String, with change: Change) -> Bool {
+    func replaceChange(of id: String, with change: Change) -> Bool {
         let encoded = encode(change)
         let updated = updateItem(id) { item, record in
             item.change = change
@@ -514,129 +507,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         return true
     }
 
-    // MARK: - Showing
-
-    /// Shows every item not sent yet (pending, sending, failed or conflicted) as an optimistic
-    /// layer on `loadable`, now and for each item enqueued later, until it is sent (its change, or
-    /// the server's version of it, then joins the base contents, as a committed `mutate` does:
-    /// they count as written, and a persisted loadable saves them) or discarded or dropped (its
-    /// layer goes).
-    ///
-    /// The layers sit above every refresh, in the order of the items, and wait for the loadable's
-    /// first contents when it has none: a loadable restored from its cache after a relaunch shows
-    /// the pending changes at once. Call it from a store's `make` for each new entry:
-    ///
-    /// ```swift
-    /// let posts = LoadableStore<Int, HTTPLoadable<Post>>(cache: cache.scoped("posts/"), cacheKey: { "\($0)" }) { id in
-    ///     let post = service.loadable(Post.self, "posts/\(id)")
-    ///     outbox.show(on: post) { post, edit in
-    ///         guard edit.postID == id else { return false }
-    ///         post.title = edit.title
-    ///         return true
-    ///     }
-    ///     return post
-    /// }
-    /// ```
-    ///
-    /// **An edit never goes backwards.** A change that reached the server while no loadable it
-    /// concerns was shown (sent right after a relaunch, before the screen made its loadable) is
-    /// kept, with the queue, for a day (the 64 newest): each loadable given later shows it above
-    /// its contents, restored ones included, until that loadable's next successful sync brings the
-    /// server's contents, which include it; the change is then forgotten. Likewise a change sent
-    /// while its loadable waits for its restore stays above the restored contents until the next
-    /// sync.
-    ///
-    /// The loadable is held weakly. Calling it again for the same loadable replaces the earlier
-    /// `apply`.
-    ///
-    /// - Parameters:
-    ///   - loadable: Where to show the changes.
-    ///   - apply: Applies a change to the loadable's contents and returns `true`, or returns `false`
-    ///     (changing nothing) for a change that does not concern them: such a change notifies
-    ///     nothing, and when it is sent, the loadable is not written.
-    public func show<Contents>(
-        on loadable: PushLoadable<Contents>,
-        _ apply: @escaping @MainActor (inout Contents, Change) -> Bool
-    ) {
-        let identity = ObjectIdentifier(loadable)
-        if let earlier = displays[identity], earlier.shows(on: loadable) {
-            for item in storedItems { earlier.drop(item.id) }
-        }
-        if displays.count >= displaySweepThreshold {
-            displays = displays.filter { !$0.value.isGone }
-            displaySweepThreshold = Swift.max(16, displays.count * 2)
-        }
-        let display = OutboxLoadableDisplay(loadable: loadable, apply: apply)
-        displays[identity] = display
-        forgetExpiredSentChanges()
-        for (id, change) in sentChanges {
-            display.addSent(change) { [weak self] in self?.sentChangeDidSettle(id) }
-        }
-        for item in storedItems { addLayer(item.id, item.change, on: display) }
-    }
-
-    /// Shows item `id` on `display`, unless it went meanwhile: a loadable's observer, told of a
-    /// layer, may discard the item (before or while this layer is added).
-    private func addLayer(_ id: String, _ change: Change, on display: OutboxDisplay<Change>) {
-        guard machine.state(of: id) != nil else { return }
-        display.add(id, change)
-        if machine.state(of: id) == nil { display.drop(id) }
-    }
-
-    private func forEachDisplay(_ body: (OutboxDisplay<Change>) -> Void) {
-        for display in displays.values { body(display) }
-    }
-
-    /// Item `id` reached the server as `change`: it joins the loadables' base contents; if no
-    /// loadable showed it, it is kept to be shown on later ones.
-    private func join(_ id: String, as change: Change, replacing: Bool) {
-        var shown = false
-        forEachDisplay { display in
-            if replacing { display.replace(id, change) }
-            if display.join(id) { shown = true }
-        }
-        guard !shown else { return }
-        let (recordID, _) = OutboxIdentifiers.pair()
-        guard let data = encode(change) else { return }
-        var record = OutboxRecord(
-            id: recordID, idempotencyKey: "", enqueuedAt: 0, attempts: 0, isFailed: false, isSetAside: false,
-            lastError: "", change: data)
-        record.isSent = true
-        record.sentAt = now().timeIntervalSinceReferenceDate
-        sentChanges.append((recordID, change))
-        stored.withLock { $0.addSent(record) }
-        if sentChanges.count > Self.maxSentChanges {
-            let dropped = sentChanges.removeFirst().id
-            stored.withLock { $0.removeSent { $0.id == dropped } }
-        }
-    }
-
-    /// A sent change left a loadable because its sync brought the server's contents: forgotten.
-    private func sentChangeDidSettle(_ id: String) {
-        guard sentChanges.contains(where: { $0.id == id }) else { return }
-        sentChanges.removeAll { $0.id == id }
-        stored.withLock { $0.removeSent { $0.id == id } }
-        perform([machine.requestSave()])
-    }
-
-    /// Forgets the sent changes older than ``sentChangeLifetime``.
-    private func forgetExpiredSentChanges() {
-        guard !sentChanges.isEmpty else { return }
-        let oldest = now().timeIntervalSinceReferenceDate - Self.sentChangeLifetime
-        let expired = stored.withLock { stored in
-            let expired = Set(stored.sent.filter { $0.sentAt < oldest }.map(\.id))
-            stored.removeSent { expired.contains($0.id) }
-            return expired
-        }
-        guard !expired.isEmpty else { return }
-        sentChanges.removeAll { expired.contains($0.id) }
-        perform([machine.requestSave()])
-    }
-
     // MARK: - Sending
 
     /// Carries out the machine's actions, and those decided meanwhile, in order.
-    private func perform(_ actions: [OutboxStateMachine.Action]) {
+    func perform(_ actions: [OutboxStateMachine.Action]) {
         pendingActions += actions
         guard !isPerforming else { return }
         isPerforming = true
@@ -656,151 +530,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         if sharesQueue { updateSharing() }
     }
 
-    // MARK: - Two processes
-
-    /// Takes the sender's lock when there is something to send and the app is active, lets it go
-    /// when there is not (once no send runs), and keeps reading the queue while active.
-    private func updateSharing() {
-        guard !machine.isRestoring else { return }
-        let wantsLock = !storedIsPaused && !machine.isIdle
-        if wantsLock, senderLock == nil, !isReadingShared, !isLockRefused {
-            readShared()
-        } else if !wantsLock, let lock = senderLock, sends.isEmpty, discardedSends.isEmpty {
-            senderLock = nil
-            stored.withLock { $0.writesSnapshots = false }
-            perform(machine.senderChanged(false, now: clock.elapsed))
-            // After the saves asked for so far: the next sender reads them.
-            CacheQueue.enqueue(in: cache, key: key) {
-                lock.release()
-                return nil
-            }
-        }
-        if !storedIsPaused, !sharedReadTimer.isArmed {
-            sharedReadTimer.arm(after: Self.sharedReadInterval, on: clock) { [weak self] generation in
-                guard let self, self.sharedReadTimer.fired(generation) else { return }
-                self.isLockRefused = false
-                self.readShared()
-            }
-        }
-    }
-
-    /// Reads the queue as the cache holds it (taking the sender's lock first, if this outbox has
-    /// something to send and no other process holds it), and takes in what other processes did.
-    private func readShared() {
-        guard !isReadingShared else { return }
-        isReadingShared = true
-        let tryLock = senderLock == nil && !storedIsPaused && !machine.isIdle
-        let stored = stored
-        let cache = cache
-        let key = key
-        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
-            var lock: LoadableCacheLock?
-            if tryLock { lock = try? await cache.tryLock(key: key + "#sender") }
-            let before = stored.withLock { $0.savedOperationNumber }
-            let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
-            return { [weak self] in
-                self?.sharedReadDidFinish(outcome, changedAfter: before, lock: lock, triedLock: tryLock)
-            }
-        }
-    }
-
-    private func sharedReadDidFinish(
-        _ outcome: OutboxRestoreOutcome<Change>, changedAfter number: UInt64, lock: LoadableCacheLock?,
-        triedLock: Bool
-    ) {
-        isReadingShared = false
-        isLockRefused = triedLock && lock == nil
-        var actions: [OutboxStateMachine.Action] = []
-        if let error = outcome.error {
-            report(error)
-        } else {
-            actions = takeIn(outcome, keeping: stored.withLock { $0.changed(after: number) })
-            // After the records: a snapshot must never cover entries whose records it lacks.
-            stored.withLock { $0.didRead(outcome.journal) }
-        }
-        if let lock {
-            senderLock = lock
-            stored.withLock { $0.writesSnapshots = true }
-            actions += machine.senderChanged(true, now: clock.elapsed)
-        }
-        perform(actions)
-    }
-
-    /// Takes in the queue another process left: its items, in the cache's order, except those
-    /// changed here since the read began (`keeping`) and those sending here.
-    private func takeIn(_ outcome: OutboxRestoreOutcome<Change>, keeping: Set<String>) -> [OutboxStateMachine.Action] {
-        let sendingHere = Set(sends.keys)
-        let kept = keeping.union(sendingHere)
-        let mine = Dictionary(storedItems.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        var newItems: [OutboxItem<Change>] = []
-        var newRecords: [OutboxRecord] = []
-        var listed = Set<String>()
-        let myRecords = stored.withLock { stored in
-            Dictionary(stored.records.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        }
-        for (item, record) in outcome.items {
-            listed.insert(item.id)
-            if kept.contains(item.id) {
-                // Changed here since: this outbox's version (none when it removed the item).
-                guard let own = mine[item.id], let ownRecord = myRecords[item.id] else { continue }
-                newItems.append(own)
-                newRecords.append(ownRecord)
-            } else {
-                var item = item
-                if let own = mine[item.id], own.lastError != nil, item.lastError is OutboxRestoredError,
-                    own.state == item.state
-                {
-                    item.lastError = own.lastError  // the error itself, not its description
-                }
-                newItems.append(item)
-                newRecords.append(record)
-            }
-        }
-        for item in storedItems where !listed.contains(item.id) && kept.contains(item.id) {
-            guard let record = myRecords[item.id] else { continue }
-            newItems.append(item)
-            newRecords.append(record)
-        }
-        let newIDs = Set(newItems.map(\.id))
-        let gone = storedItems.filter { !newIDs.contains($0.id) }
-        let added = newItems.filter { mine[$0.id] == nil }
-        // Changed by the other process (resolved, or rebased there): shown so here.
-        let changed = zip(newItems, newRecords).filter { item, record in
-            guard mine[item.id] != nil else { return false }
-            return myRecords[item.id]?.change != record.change
-        }.map(\.0)
-        stored.withLock { stored in
-            let knownSetAside = Set(stored.setAside.map(\.id))
-            stored.setAside += outcome.setAside.filter { !knownSetAside.contains($0.id) }
-        }
-        let knownSent = Set(sentChanges.map(\.id))
-        for (change, record) in outcome.sent where !knownSent.contains(record.id) {
-            sentChanges.append((record.id, change))
-            stored.withLock { $0.sent.append(record) }
-        }
-        mutateItems { items, records in
-            items = newItems
-            records.records = newRecords
-        }
-        let queue = newItems.map { item -> (id: String, scope: String?, state: OutboxStateMachine.SlotState) in
-            let state: OutboxStateMachine.SlotState =
-                switch item.state {
-                case .pending: .pending
-                case .sending: .sending
-                case .failed: .failed
-                case .conflict: .conflict
-                }
-            return (item.id, item.scope, state)
-        }
-        let actions = machine.replaceQueue(queue, keeping: kept, now: clock.elapsed)
-        // Sent or discarded by the other process: sent, most likely, so the change joins.
-        for item in gone { forEachDisplay { _ = $0.join(item.id) } }
-        for item in changed { forEachDisplay { $0.replace(item.id, item.change) } }
-        for item in added { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
-        return actions
-    }
-
-    private func beginSend(_ id: String) {
+    func beginSend(_ id: String) {
         let wasSending = !sends.isEmpty || !discardedSends.isEmpty
         sendCount += 1
         let count = sendCount
@@ -826,13 +556,13 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             self?.sendDidFinish(id, count: count, result: result)
         }
         if wasSending {
-            sends[id] = Sending(scope: item.scope, count: count, task: task)
+            sends[id] = OutboxSending(scope: item.scope, count: count, task: task)
         } else {
-            mutateIsSending { sends[id] = Sending(scope: item.scope, count: count, task: task) }
+            mutateIsSending { sends[id] = OutboxSending(scope: item.scope, count: count, task: task) }
         }
     }
 
-    private func sendDidFinish(_ id: String, count: Int, result: Result<OutboxOutcome<Change>, any Error>) {
+    func sendDidFinish(_ id: String, count: Int, result: Result<OutboxOutcome<Change>, any Error>) {
         guard let sending = sends[id], sending.count == count else {
             // A discarded item's send: its scope may go on.
             guard let scope = discardedSends.removeValue(forKey: count) else { return }
@@ -899,14 +629,14 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
 
     /// Writes the moment item `id`'s scope may send again into its record (wall-clock time), so
     /// that a relaunch keeps the backoff and the server's `Retry-After`.
-    private func keepRetryDeadline(of id: String) {
+    func keepRetryDeadline(of id: String) {
         let deadline = machine.holdDeadline(ofScopeOf: id)
         let notBefore = deadline.map { now().timeIntervalSinceReferenceDate + Self.seconds($0 - clock.elapsed) }
         stored.withLock { _ = $0.update(id) { $0.notBefore = notBefore } }
     }
 
     /// The send of `id` is over: Observation is told when it was the last one running.
-    private func endSend(_ id: String) {
+    func endSend(_ id: String) {
         if sends.count == 1, discardedSends.isEmpty {
             mutateIsSending { sends[id] = nil }
         } else {
@@ -915,282 +645,33 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     }
 
     /// A running send of a discarded item: its scope waits for it to end.
-    private func setAside(_ sending: Sending) {
+    func setAside(_ sending: OutboxSending) {
         sending.task.cancel()
         discardedSends[sending.count] = sending.scope
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
+    static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    private func timerDidFire(_ generation: Int) {
+    func timerDidFire(_ generation: Int) {
         guard timer.fired(generation) else { return }
         perform(machine.timerFired(now: clock.elapsed))
     }
 
-    // MARK: - Saving and restoring
-
-    /// Queues a save of the changes made so far (replacing a save that waits for its turn): one
-    /// entry of the outbox's journal, and now and then a snapshot of the whole queue instead.
-    private func save(covering covered: UInt64) {
-        let stored = stored
-        if !unsavedAttempts.isEmpty {
-            stored.withLock { stored in
-                for (id, attempts) in unsavedAttempts { stored.update(id) { $0.attempts = attempts } }
-            }
-            unsavedAttempts.removeAll(keepingCapacity: true)
-        }
-        let cache = cache
-        let key = key
-        // After a read of the stored queue failed, each save tries to read it again, and hands
-        // over its items once it can.
-        let readsStored = storedIsUnread
-        let savedAt = now()
-        CacheQueue.enqueueSave(in: cache, key: key) { [weak self] in
-            var errors: [LoadableCacheError] = []
-            var adopted: OutboxRestoreOutcome<Change>?
-            if readsStored {
-                // Until the stored queue is read, this outbox does not know where its journal
-                // ends: nothing is written.
-                let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
-                if let error = outcome.error {
-                    return { [weak self] in self?.saveDidFinish(covering: covered, errors: [error]) }
-                }
-                stored.withLock { $0.didRead(outcome.journal) }
-                adopted = outcome
-            }
-            // The changes as they are when the save runs (this save's, and any made since).
-            if let save = stored.withLock({ $0.takeOperations() }) {
-                let error: LoadableCacheError?
-                if let slot = save.slot {
-                    error = await OutboxStorage.append(
-                        save.operations, slot: slot, number: save.number, savedAt: savedAt, in: cache, key: key)
-                } else {
-                    error = .saveFailed(key: key, underlying: OutboxWithoutWriterSlot())
-                }
-                stored.withLock { $0.didAppend(save, error: error) }
-                if let error { errors.append(error) }
-            }
-            if let snapshot = stored.withLock({ $0.snapshotIfDue() }) {
-                let error = await OutboxStorage.writeSnapshot(
-                    snapshot.records, journal: snapshot.journal, savedAt: savedAt, in: cache, key: key)
-                stored.withLock { $0.didWriteSnapshot(covering: snapshot.journal, error: error) }
-                if let error { errors.append(error) }
-            }
-            return { [weak self] in self?.saveDidFinish(covering: covered, errors: errors, adopted: adopted) }
-        }
-    }
-
-    private func saveDidFinish(
-        covering sequence: UInt64, errors: [LoadableCacheError], adopted: OutboxRestoreOutcome<Change>? = nil
-    ) {
-        if let adopted, storedIsUnread {
-            storedIsUnread = false
-            perform(putFirst(adopted))
-            stored.withLock { $0.hasStoredItems = true }
-            for error in adopted.newlySetAside { report(error) }
-        }
-        for error in errors { report(error) }
-        guard sequence > savedSequence else { return }
-        savedSequence = sequence
-        if !saveWaiters.isEmpty {
-            let done = saveWaiters.filter { $0.sequence <= sequence }
-            saveWaiters.removeAll { $0.sequence <= sequence }
-            for waiter in done { waiter.continuation.resume() }
-        }
-        perform(machine.saveFinished(sequence, now: clock.elapsed))
-    }
-
-    /// Removes every entry of the queue (logout); a writer of another process that is still alive
-    /// finds a snapshot that covers what it wrote so far.
-    private func removeEntries(covering covered: UInt64) {
-        let stored = stored
-        let cache = cache
-        let key = key
-        let savedAt = now()
-        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
-            let (journal, slot) = stored.withLock { ($0.journal, $0.slot) }
-            let othersWrote = (0..<OutboxJournal.slots).contains { $0 != slot && journal.read[$0] > 0 }
-            var error = await OutboxStorage.removeAll(journal: journal, in: cache, key: key)
-            var kept = OutboxJournal()
-            if othersWrote {
-                // Their next entries must still be found after this snapshot; this outbox starts
-                // its journal over.
-                kept.read = journal.read
-                if let slot { kept.read[slot] = 0 }
-                kept.folded = kept.read
-                error =
-                    await OutboxStorage.writeSnapshot([], journal: kept, savedAt: savedAt, in: cache, key: key)
-                    ?? error
-            }
-            stored.withLock {
-                $0.journal = kept
-                $0.entriesSinceSnapshot = 0
-            }
-            let errors = error.map { [$0] } ?? []
-            return { [weak self] in self?.saveDidFinish(covering: covered, errors: errors) }
-        }
-    }
-
-    private func restoreDidFinish(_ outcome: OutboxRestoreOutcome<Change>) {
-        machine.finishRestoring()
-        var actions: [OutboxStateMachine.Action] = []
-        if !dropsRestored {
-            actions = putFirst(outcome)
-            // Not read for another reason than its bytes: the stored queue may be good. Saves add
-            // to it (the journal keeps it) until a read succeeds.
-            if case .loadFailed? = outcome.error { storedIsUnread = true }
-        } else {
-            actions = machine.adopt([], now: clock.elapsed)
-        }
-        // An entry that is not an outbox's is replaced by the next save's snapshot.
-        let isDamaged = outcome.error != nil && !storedIsUnread
-        stored.withLock { stored in
-            stored.hasStoredItems = !storedIsUnread
-            if isDamaged { stored.snapshotFailed = true }
-        }
-        if let error = outcome.error { report(error) }
-        if !dropsRestored {
-            for error in outcome.newlySetAside { report(error) }
-        }
-        dropsRestored = false
-        // Changes this restore made to records (items set aside or back) are saved, by the save
-        // already asked for if one waits.
-        if machine.requestedSave == savedSequence, stored.withLock({ !$0.operations.isEmpty }) {
-            actions.insert(machine.requestSave(), at: 0)
-        }
-        let waiters = restoreWaiters
-        restoreWaiters = []
-        for waiter in waiters { waiter.resume() }
-        perform(actions)
-    }
-
-    /// Puts the items of earlier launches (older than those enqueued since) before the others,
-    /// on the loadables too, and keeps those set aside and the sent changes; returns what the
-    /// machine decided.
-    private func putFirst(_ outcome: OutboxRestoreOutcome<Change>) -> [OutboxStateMachine.Action] {
-        let wallNow = now().timeIntervalSinceReferenceDate
-        let elapsed = clock.elapsed
-        let knownSent = Set(sentChanges.map(\.id))
-        let sent = outcome.sent.filter { !knownSent.contains($0.record.id) }
-        let found = outcome.items.filter { machine.state(of: $0.item.id) == nil }
-        // Records this read changed (set aside now, or back from being set aside) are saved so.
-        let changesRecords = !outcome.newlySetAside.isEmpty || outcome.hasRestoredSetAside
-        stored.withLock { stored in
-            let knownSetAside = Set(stored.setAside.map(\.id))
-            let setAside = outcome.setAside.filter { !knownSetAside.contains($0.id) }
-            stored.setAside.append(contentsOf: setAside)
-            stored.sent.insert(contentsOf: sent.map(\.record), at: 0)
-            if changesRecords {
-                for record in setAside { stored.record(.put(record)) }
-                for (_, record) in found { stored.record(.put(record)) }
-            }
-        }
-        sentChanges.insert(contentsOf: sent.map { ($0.record.id, $0.change) }, at: 0)
-        let restored = found.map { item, record in
-            let state: OutboxStateMachine.SlotState =
-                switch item.state {
-                case .pending, .sending: .pending
-                case .failed: .failed
-                case .conflict: .conflict
-                }
-            let notBefore = record.notBefore.map { elapsed + .seconds($0 - wallNow) }
-            return (id: item.id, scope: item.scope, state: state, notBefore: notBefore)
-        }
-        guard !found.isEmpty else { return machine.adopt([], now: elapsed) }
-        let newer = storedItems
-        for item in newer { forEachDisplay { $0.drop(item.id) } }
-        mutateItems { items, records in
-            items.insert(contentsOf: found.map { $0.item }, at: 0)
-            records.records.insert(contentsOf: found.map { $0.record }, at: 0)
-        }
-        // Known to the machine first (layers are shown for known items), sent only once the
-        // layers are back.
-        let actions = machine.adopt(restored, now: elapsed)
-        for item in storedItems { forEachDisplay { addLayer(item.id, item.change, on: $0) } }
-        return actions
-    }
-
-    private func report(_ error: any Error) {
-        onError?(error)
-    }
-
-    // MARK: - Observation
-
-    // The key paths are rooted at a non-generic type (``OutboxObservationKey``) and built once:
-    // a key path literal rooted at this generic class would be built again at every read and
-    // change.
-
-    private func access<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>) {
-        ObservationState.made(in: &observation).registrar.access(OutboxObservationKey(), keyPath: keyPath)
-    }
-
-    private func mutateIsPaused(_ body: () -> Void) {
-        mutate(OutboxObservationKey.isPaused, body)
-    }
-
-    private func mutateIsSending(_ body: () -> Void) {
-        mutate(OutboxObservationKey.isSending, body)
-    }
-
-    /// Changes the items and their records together.
-    private func mutateItems(_ body: (inout [OutboxItem<Change>], inout OutboxRecords) -> Void) {
-        mutate(OutboxObservationKey.items) {
-            stored.withLock { body(&storedItems, &$0) }
-        }
-    }
-
-    private func mutate<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>, _ body: () -> Void) {
-        guard let registrar = observation?.registrar else { return body() }
-        registrar.willSet(OutboxObservationKey(), keyPath: keyPath)
-        body()
-        registrar.didSet(OutboxObservationKey(), keyPath: keyPath)
-    }
-
-    /// Changes the item `id` and its record, and returns the item as changed; `nil` when it is
-    /// not in the outbox (it is looked up inside the mutation: Observation's handlers, told before
-    /// it, may change the items).
-    @discardableResult
-    private func updateItem(
-        _ id: String, _ body: (inout OutboxItem<Change>, inout OutboxRecord) -> Void
-    ) -> OutboxItem<Change>? {
-        var updated: OutboxItem<Change>?
-        mutateItems { items, records in
-            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
-            var item = items[index]
-            records.update(id) { body(&item, &$0) }
-            items[index] = item
-            updated = item
-        }
-        return updated
-    }
-
-    /// Removes the item `id`; returns whether it was there (looked up inside the mutation).
-    @discardableResult
-    private func removeItem(_ id: String) -> Bool {
-        var removed = false
-        mutateItems { items, records in
-            guard let index = items.firstIndex(where: { $0.id == id }) else { return }
-            items.remove(at: index)
-            records.remove(at: index)
-            removed = true
-        }
-        return removed
-    }
 }
 
 extension LoadableOutbox: ActivityMonitorFollower {
     package func activityDidChange() {
         let paused = !activity.allowsSyncing
         if paused != storedIsPaused { mutateIsPaused { storedIsPaused = paused } }
-        if paused { sharedReadTimer.cancel() }
+        if paused { shared.timer.cancel() }
         perform(machine.activityChanged(paused: paused, offline: activity.isOffline, now: clock.elapsed))
     }
 }
 
 /// A send that runs.
-private struct Sending {
+struct OutboxSending {
     let scope: String?
     /// The send's number.
     let count: Int
@@ -1200,7 +681,7 @@ private struct Sending {
 /// The properties Observation tracks for every outbox, as key paths rooted at a non-generic type
 /// and built once. Observation never uses the subject instance, only the registrar (each outbox
 /// has its own) and the key path.
-private struct OutboxObservationKey: Observable {
+struct OutboxObservationKey: Observable {
     var items: Void { () }
     var isPaused: Void { () }
     var isSending: Void { () }
