@@ -294,12 +294,7 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// - Throws: `LoadableCacheError.loadFailed(key:underlying:)` naming the lock's path and the
     ///   system's reason when its file cannot be made or opened.
     public nonisolated func tryLock(key: String) async throws -> LoadableCacheLock? {
-        let name = FileLoadableCache.fileName(forKey: key)
-        do {
-            return try FileLock.tryLock(atPath: locksPath + "/" + name, inFolder: locksPath)
-        } catch {
-            throw LoadableCacheError.loadFailed(key: key, underlying: error)
-        }
+        try FileLock.tryLock(key: key, inFolder: locksPath)
     }
 
     /// Loads the entry under `key`, passes it to `body`, and saves what `body` leaves (removes the

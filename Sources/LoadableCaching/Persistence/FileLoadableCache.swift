@@ -348,12 +348,7 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// - Throws: ``LoadableCacheError/loadFailed(key:underlying:)`` naming the lock's path and the
     ///   system's reason when its file cannot be made or opened.
     public nonisolated func tryLock(key: String) async throws -> LoadableCacheLock? {
-        let name = Self.fileName(forKey: key)
-        do {
-            return try FileLock.tryLock(atPath: locksPath + "/" + name, inFolder: locksPath)
-        } catch {
-            throw LoadableCacheError.loadFailed(key: key, underlying: error)
-        }
+        try FileLock.tryLock(key: key, inFolder: locksPath)
     }
 
     /// Loads the entry of `key`, passes it to `body`, and saves what `body` leaves (removes the

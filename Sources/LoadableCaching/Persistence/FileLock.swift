@@ -15,6 +15,21 @@
 /// close-on-exec: a child process never inherits a lock. Lock files stay when released (removing
 /// one while another process waits for it would let two hold it); each is empty.
 package enum FileLock {
+    /// Takes the lock named `key` in the folder of locks `folder` without waiting: the file named
+    /// as the file cache names an entry's file (``FileLoadableCache/fileName(forKey:)``), so that
+    /// keys Swift finds equal are one lock.
+    ///
+    /// - Returns: The held lock, or `nil` when another open file holds it.
+    /// - Throws: ``LoadableCacheError/loadFailed(key:underlying:)`` naming the lock's path and the
+    ///   system's reason when its file cannot be made or opened.
+    package static func tryLock(key: String, inFolder folder: String) throws(LoadableCacheError) -> LoadableCacheLock? {
+        do {
+            return try tryLock(atPath: folder + "/" + FileLoadableCache.fileName(forKey: key), inFolder: folder)
+        } catch {
+            throw LoadableCacheError.loadFailed(key: key, underlying: error)
+        }
+    }
+
     /// Takes the lock of the file at `path` (made, with its folder `folder`, if needed) without
     /// waiting.
     ///
