@@ -58,12 +58,17 @@ extension LoadableOutbox {
         shared.isReading = false
         shared.isLockRefused = triedLock && lock == nil
         var actions: [OutboxStateMachine.Action] = []
-        if let error = outcome.error {
+        if outcome.isUnread, let error = outcome.error {
             report(error)
         } else {
+            // A spoiled entry (reported by the restore) is skipped: the items found are good, and
+            // the sender's next snapshot replaces it.
             actions = takeIn(outcome, keeping: stored.withLock { $0.changed(after: number) })
             // After the records: a snapshot must never cover entries whose records it lacks.
-            stored.withLock { $0.didRead(outcome.journal) }
+            stored.withLock {
+                $0.didRead(outcome.journal)
+                if outcome.error != nil { $0.snapshotFailed = true }
+            }
         }
         if let lock {
             shared.senderLock = lock
@@ -125,20 +130,14 @@ extension LoadableOutbox {
             sentChanges.append((record.id, change))
             stored.withLock { $0.sent.append(record) }
         }
+        // Nothing changed (the usual read, every few seconds): nothing to tell Observation.
+        let currentRecords = stored.withLock { $0.records }
+        if newRecords == currentRecords, newItems.map(\.state) == storedItems.map(\.state) { return [] }
         mutateItems { items, records in
             items = newItems
             records.records = newRecords
         }
-        let queue = newItems.map { item -> (id: String, scope: String?, state: OutboxStateMachine.SlotState) in
-            let state: OutboxStateMachine.SlotState =
-                switch item.state {
-                case .pending: .pending
-                case .sending: .sending
-                case .failed: .failed
-                case .conflict: .conflict
-                }
-            return (item.id, item.scope, state)
-        }
+        let queue = newItems.map { (id: $0.id, scope: $0.scope, state: OutboxStateMachine.SlotState($0.state)) }
         let actions = machine.replaceQueue(queue, keeping: kept, now: clock.elapsed)
         // Sent or discarded by the other process: sent, most likely, so the change joins.
         for item in gone { forEachDisplay { _ = $0.join(item.id) } }

@@ -27,10 +27,15 @@ extension LoadableOutbox {
                 // Until the stored queue is read, this outbox does not know where its journal
                 // ends: nothing is written.
                 let outcome = await OutboxStorage.restore(Change.self, from: cache, key: key)
-                if let error = outcome.error {
+                if outcome.isUnread, let error = outcome.error {
                     return { [weak self] in self?.saveDidFinish(covering: covered, errors: [error]) }
                 }
-                stored.withLock { $0.didRead(outcome.journal) }
+                // A spoiled entry is skipped, reported, and replaced by the next snapshot.
+                if let error = outcome.error { errors.append(error) }
+                stored.withLock {
+                    $0.didRead(outcome.journal)
+                    if outcome.error != nil { $0.snapshotFailed = true }
+                }
                 adopted = outcome
             }
             // The changes as they are when the save runs (this save's, and any made since).
@@ -113,7 +118,7 @@ extension LoadableOutbox {
             actions = putFirst(outcome)
             // Not read for another reason than its bytes: the stored queue may be good. Saves add
             // to it (the journal keeps it) until a read succeeds.
-            if case .loadFailed? = outcome.error { storedIsUnread = true }
+            if outcome.isUnread { storedIsUnread = true }
         } else {
             actions = machine.adopt([], now: clock.elapsed)
         }
@@ -162,14 +167,10 @@ extension LoadableOutbox {
         }
         sentChanges.insert(contentsOf: sent.map { ($0.record.id, $0.change) }, at: 0)
         let restored = found.map { item, record in
-            let state: OutboxStateMachine.SlotState =
-                switch item.state {
-                case .pending, .sending: .pending
-                case .failed: .failed
-                case .conflict: .conflict
-                }
             let notBefore = record.notBefore.map { elapsed + .seconds($0 - wallNow) }
-            return (id: item.id, scope: item.scope, state: state, notBefore: notBefore)
+            return (
+                id: item.id, scope: item.scope, state: OutboxStateMachine.SlotState(item.state), notBefore: notBefore
+            )
         }
         guard !found.isEmpty else { return machine.adopt([], now: elapsed) }
         let newer = storedItems

@@ -25,6 +25,16 @@ struct OutboxStateMachine {
     /// Where an item is, as far as sending goes.
     enum SlotState: Hashable {
         case pending, sending, failed, conflict
+
+        /// The state of an item as the outbox shows it.
+        init<Change>(_ state: OutboxItem<Change>.State) {
+            switch state {
+            case .pending: self = .pending
+            case .sending: self = .sending
+            case .failed: self = .failed
+            case .conflict: self = .conflict
+            }
+        }
     }
 
     /// What the outbox must do.

@@ -16,6 +16,14 @@ struct OutboxRestoreOutcome<Change: Codable & Sendable>: Sendable {
     var journal = OutboxJournal()
     /// Why the entries could not be read or used.
     var error: LoadableCacheError?
+
+    /// Whether the entries could not be read (for another reason than their bytes): nothing is
+    /// known of the stored queue. Any other error is an entry that is not an outbox's, skipped:
+    /// the items found are good.
+    var isUnread: Bool {
+        if case .loadFailed? = error { return true }
+        return false
+    }
 }
 
 /// An item whose change did not decode, set aside.
