@@ -139,6 +139,15 @@ final class NotesServer: Sendable {
     /// The next write is applied, and its answer lost.
     func loseNextAnswer() { state.withLock { $0.losesNextAnswer = true } }
 
+    /// A service on the server's `/api`, through an ephemeral session of its own whose requests
+    /// may wait 300 s (a busy machine); invalidate the session when done.
+    func makeService() -> (session: URLSession, api: HTTPService) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 300
+        let session = URLSession(configuration: configuration)
+        return (session, HTTPService(baseURL: server.url("/api"), transport: session))
+    }
+
     private static func handle(
         _ request: LoopbackHTTPServer.Request, _ state: Locked<State>
     )
@@ -206,10 +215,7 @@ final class NotesServer: Sendable {
 
     init() throws {
         notes = try NotesServer()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 300
-        session = URLSession(configuration: configuration)
-        api = HTTPService(baseURL: notes.server.url("/api"), transport: session)
+        (session, api) = notes.makeService()
     }
 
     deinit {

@@ -84,10 +84,7 @@ struct OutboxConflictsGuide {
 
     init() throws {
         notes = try NotesServer()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 300
-        session = URLSession(configuration: configuration)
-        api = HTTPService(baseURL: notes.server.url("/api"), transport: session)
+        (session, api) = notes.makeService()
     }
 
     deinit {
