@@ -177,4 +177,40 @@ struct OutboxFormatTests {
         #expect(relaunched.items.map(\.change.word) == ["b"], "the spoiled entry was replaced")
         #expect(laterErrors.isEmpty)
     }
+
+    @Test("a spoiled entry found once the unread queue can be read is reported and skipped; the save still writes")
+    func spoiledEntryAfterAnUnreadQueue() async throws {
+        let cache = ScriptedPersistenceCache()
+        let offline = ActivityMonitor(connectivity: .offline)
+        var writer: LoadableOutbox<Append>! = makeOutcomeOutbox(
+            cache: cache, server: OutcomeServer(), activity: offline, clock: ManualClock())
+        await writer.restored()
+        writer.enqueue(Append(word: "a"))
+        await writer.saved()
+        writer = nil
+        try await cache.save(
+            CachedEntry(data: Data("not a journal".utf8), savedAt: .now, version: 3), key: "outbox#0#2")
+
+        await cache.fail(.load, with: POSIXError(.EMFILE))
+        var errors: [any Error] = []
+        var outbox: LoadableOutbox<Append>! = makeOutcomeOutbox(
+            cache: cache, server: OutcomeServer(), activity: offline, clock: ManualClock())
+        outbox.onError = { errors.append($0) }
+        await outbox.restored()
+        await cache.fail(.load, with: nil)
+        #expect(outbox.items.isEmpty)
+        outbox.enqueue(Append(word: "b"))
+        await outbox.saved()
+        #expect(outbox.items.map(\.change.word) == ["a", "b"], "the stored item is back, and b was saved")
+        let corrupt = errors.compactMap { error -> String? in
+            guard case .corrupt(let key, _)? = error as? LoadableCacheError else { return nil }
+            return key
+        }
+        #expect(corrupt == ["outbox#0#2"], "\(errors)")
+        outbox = nil
+        let relaunched = makeOutcomeOutbox(
+            cache: cache, server: OutcomeServer(), activity: offline, clock: ManualClock())
+        await relaunched.restored()
+        #expect(relaunched.items.map(\.change.word) == ["a", "b"])
+    }
 }
