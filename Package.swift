@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "LoadableCaching", targets: ["LoadableCaching"]),
         .library(name: "LoadableHTTP", targets: ["LoadableHTTP"]),
         .library(name: "LoadableSQLite", targets: ["LoadableSQLite"]),
+        .library(name: "LoadableSync", targets: ["LoadableSync"]),
         .executable(name: "loadable-demo", targets: ["loadable-demo"]),
     ],
     targets: [
@@ -43,6 +44,11 @@ let package = Package(
         .target(
             name: "LoadableSQLite",
             dependencies: ["CLoadableSQLite", "Loadable", "LoadableCaching"],
+            swiftSettings: upcomingFeatures
+        ),
+        .target(
+            name: "LoadableSync",
+            dependencies: ["Loadable", "LoadableSyncer", "LoadableCaching", "LoadableHTTP"],
             swiftSettings: upcomingFeatures
         ),
         .executableTarget(
@@ -95,6 +101,15 @@ let package = Package(
             name: "LoadableHTTPTests",
             dependencies: [
                 "LoadableCaching", "LoadableHTTP", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport",
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        // Synced collections; the Kinto tests start a real Kinto (`.ci/run` installs it).
+        .testTarget(
+            name: "LoadableSyncTests",
+            dependencies: [
+                "LoadableSync", "LoadableCaching", "LoadableHTTP", "LoadableSQLite", "LoadableSyncer", "LoadableTesting",
+                "LoadableTestSupport",
             ],
             swiftSettings: upcomingFeatures
         ),

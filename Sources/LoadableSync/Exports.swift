@@ -1,0 +1,3 @@
+@_exported public import Loadable
+@_exported public import LoadableCaching
+@_exported public import LoadableHTTP

@@ -1,0 +1,89 @@
+/// The records of a ``SyncedCollection``, in a stable order: the order in which they first
+/// appeared (the first pull's order, then new records at the end); an update never moves a record.
+/// Views sort.
+///
+/// A value: reading it costs nothing, and it changes only when the collection gives a new one.
+public struct RecordSet<Record: Identifiable & Sendable & Equatable>: Sendable, Equatable, RandomAccessCollection
+where Record.ID: Sendable {
+    private var records: [Record]
+    private var positions: [Record.ID: Int]
+
+    /// An empty set.
+    public init() {
+        records = []
+        positions = [:]
+    }
+
+    /// The records, in order; of two records with one id, the last is kept (at the first one's
+    /// place).
+    ///
+    /// - Parameter records: The records.
+    public init(_ records: some Sequence<Record>) {
+        self.init()
+        for record in records { upsert(record) }
+    }
+
+    /// The position of the first record.
+    public var startIndex: Int { 0 }
+    /// The position after the last record.
+    public var endIndex: Int { records.count }
+
+    /// The record at `position`.
+    public subscript(position: Int) -> Record { records[position] }
+
+    /// The record with `id`, or `nil`.
+    public subscript(id id: Record.ID) -> Record? {
+        positions[id].map { records[$0] }
+    }
+
+    /// The ids, in order.
+    public var ids: [Record.ID] { records.map(\.id) }
+
+    /// Whether a record has `id`.
+    public func contains(id: Record.ID) -> Bool { positions[id] != nil }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
+
+    // MARK: - Changing (the collection's)
+
+    /// Replaces the record with its id in place, or adds it at the end. Returns whether it changed.
+    @discardableResult
+    mutating func upsert(_ record: Record) -> Bool {
+        if let position = positions[record.id] {
+            guard records[position] != record else { return false }
+            records[position] = record
+        } else {
+            positions[record.id] = records.count
+            records.append(record)
+        }
+        return true
+    }
+
+    /// Removes the record with `id`. Returns whether it was there.
+    @discardableResult
+    mutating func remove(id: Record.ID) -> Bool {
+        guard let position = positions.removeValue(forKey: id) else { return false }
+        records.remove(at: position)
+        for index in position..<records.count { positions[records[index].id] = index }
+        return true
+    }
+
+    /// Removes the records with the ids of `ids`, in one pass.
+    mutating func remove(ids: Set<Record.ID>) {
+        guard !ids.isEmpty else { return }
+        guard ids.count > 1 else {
+            if let id = ids.first { remove(id: id) }
+            return
+        }
+        let firstPosition = ids.compactMap { positions[$0] }.min()
+        guard let firstPosition else { return }
+        for id in ids { positions[id] = nil }
+        var kept = firstPosition
+        for index in firstPosition..<records.count where !ids.contains(records[index].id) {
+            records[kept] = records[index]
+            positions[records[kept].id] = kept
+            kept += 1
+        }
+        records.removeSubrange(kept...)
+    }
+}
