@@ -42,6 +42,7 @@ where Record.ID: Sendable {
     /// Whether a record has `id`.
     public func contains(id: Record.ID) -> Bool { positions[id] != nil }
 
+    /// Whether two sets hold equal records in the same order.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
 
     // MARK: - Changing (the collection's)

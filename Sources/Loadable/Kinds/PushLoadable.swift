@@ -232,6 +232,28 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         finishChange(endingSync: false)
     }
 
+    /// Changes the contents in place without confirming them, for a loadable that keeps its own
+    /// model of what it shows (a synced collection): the state, the error, the age and the
+    /// freshness stay, no event is told (nothing is saved), and observers are notified once, only
+    /// when `body` returns `true` (it changed them). The contents are taken out while `body` runs,
+    /// so changing them copies nothing; `nil` in, or out, means no contents.
+    ///
+    /// Not for a loadable with optimistic layers (they are not applied again).
+    ///
+    /// - Parameter body: Changes the contents; returns whether it changed them.
+    package final func modifyContents(_ body: (inout Contents?) -> Bool) {
+        var taken = storedContents.take()
+        let changed = body(&taken)
+        guard changed else {
+            storedContents = taken
+            return
+        }
+        core.willChange()
+        storedContents = taken
+        core.hasContents = taken != nil
+        finishChange(endingSync: false)
+    }
+
     // MARK: - Optimistic changes
 
     /// Shows a change at once, runs `commit` (the call that makes it on the server), and keeps

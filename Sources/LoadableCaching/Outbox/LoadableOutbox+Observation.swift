@@ -28,6 +28,7 @@ extension LoadableOutbox {
     }
 
     func mutate<Value>(_ keyPath: KeyPath<OutboxObservationKey, Value>, _ body: () -> Void) {
+        defer { if let hook = storedItemsDidChange, keyPath != OutboxObservationKey.isPaused { hook() } }
         guard let registrar = observation?.registrar else { return body() }
         registrar.willSet(OutboxObservationKey(), keyPath: keyPath)
         body()

@@ -174,6 +174,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// The loadables the items show on, by identity.
     var displays: [ObjectIdentifier: OutboxDisplay<Change>] = [:]
     var displaySweepThreshold = 16
+    var storedItemsDidChange: (@MainActor () -> Void)?
     /// Made by the first tracked read, so that an outbox nobody observes pays nothing for it.
     var observation: ObservationState?
 
@@ -483,6 +484,40 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         await withCheckedContinuation { restoreWaiters.append($0) }
     }
 
+    /// Holds the pending or conflicted item `id` as a conflict with `remote` (the server's side):
+    /// for a synced collection, which finds conflicts on pulls too. The item keeps its place and
+    /// its layer, is saved, and is not sent until ``retry(_:)`` or ``resolve(_:with:)``. Does
+    /// nothing for an item that is sending or failed, or not in the outbox.
+    package func holdAsConflict(_ id: OutboxItem<Change>.ID, remote: Change?) {
+        guard let state = storedItems.first(where: { $0.id == id })?.state else { return }
+        let actions: [OutboxStateMachine.Action]
+        switch state {
+        case .pending:
+            guard let held = machine.holdAsConflict(id, now: clock.elapsed) else { return }
+            actions = held
+        case .conflict: actions = machine.changed(id, now: clock.elapsed)
+        case .sending, .failed: return
+        }
+        let encoded = remote.flatMap { encode($0) }
+        updateItem(id) { item, record in
+            item.state = .conflict
+            item.remote = remote
+            record.isConflict = true
+            record.isFailed = false
+            record.remote = encoded
+            record.notBefore = nil
+        }
+        perform(actions)
+    }
+
+    /// Told after every change of ``items`` or ``isSending``, once the change is made: for a synced
+    /// collection, which shows what its outbox holds. It must not change the outbox at once (it
+    /// runs inside the outbox's own changes): schedule that work.
+    package var itemsDidChange: (@MainActor () -> Void)? {
+        get { storedItemsDidChange }
+        set { storedItemsDidChange = newValue }
+    }
+
     /// The change's JSON, or `nil` (reported) when it cannot be encoded.
     func encode(_ change: Change) -> Data? {
         do {
@@ -493,9 +528,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         }
     }
 
-    /// Gives item `id` a new change (merged or rebased: same key), on the loadables too.
+    /// Gives item `id` a new change (merged or rebased: same key), on the loadables too, and saves
+    /// it; a pending item is sent once that save finished. Returns whether the item is there.
     @discardableResult
-    func replaceChange(of id: String, with change: Change) -> Bool {
+    package func replaceChange(of id: String, with change: Change) -> Bool {
         let encoded = encode(change)
         let updated = updateItem(id) { item, record in
             item.change = change

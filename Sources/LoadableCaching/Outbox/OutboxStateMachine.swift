@@ -298,6 +298,21 @@ struct OutboxStateMachine {
         return [save] + start(explicitly: slot.scope, now: now)
     }
 
+    /// The app holds the pending item `id` as a conflict (a synced collection found one on a pull):
+    /// it is not sent until retried or resolved, and no longer holds its scope. Returns `nil` when
+    /// the item is not pending (a conflicted item stays one: only its record changes).
+    mutating func holdAsConflict(_ id: String, now: Duration) -> [Action]? {
+        guard let slot = slots[id], slot.state == .pending, var scope = scopes[slot.scope] else { return nil }
+        // The item a retry waits for is the scope's first pending one.
+        if scope.retry != nil, scope.ids.first(where: { slots[$0]?.state == .pending }) == id {
+            scope.retry = nil
+            scope.armedAt = nil
+            scopes[slot.scope] = scope
+        }
+        slots[id]?.state = .conflict
+        return [requestSave()] + start(explicitly: nil, now: now) + rearm(now: now)
+    }
+
     /// Every item goes (logout). Returns the ids of the items whose sends run: each scope waits for
     /// its send to end.
     mutating func removeAll(now: Duration) -> (sending: [(id: String, scope: ScopeKey)], actions: [Action]) {

@@ -18,7 +18,7 @@ internal import Loadable
 /// on the main actor (set restored contents, report an error, end a `flush()`) is handed over
 /// without waiting, and the main actor runs these steps in job order, as many as are ready at a
 /// time. A slow job never holds up the steps of the jobs before it.
-final class CacheQueue: Sendable {
+package final class CacheQueue: Sendable {
     /// The queues with work, by the identity of their cache.
     @MainActor private static var queues: [ObjectIdentifier: CacheQueue] = [:]
 
@@ -57,12 +57,12 @@ final class CacheQueue: Sendable {
     }
 
     /// Queues a job about `key` in `cache` (about every key for `nil`) that is not a save.
-    @MainActor static func enqueue(in cache: any LoadableCache, key: String?, work: @escaping Work) {
+    @MainActor package static func enqueue(in cache: any LoadableCache, key: String?, work: @escaping Work) {
         of(cache).enqueue(Job(key: key.map { queueKey($0, in: cache) }, work: work))
     }
 
     /// Waits until every job asked of `cache` so far has run, and its main-actor step too.
-    @MainActor static func flush(_ cache: any LoadableCache) async {
+    @MainActor package static func flush(_ cache: any LoadableCache) async {
         await withCheckedContinuation { continuation in
             enqueue(in: cache, key: nil) { { continuation.resume() } }
         }
@@ -70,7 +70,7 @@ final class CacheQueue: Sendable {
 
     /// A job's work, off the main actor; returns what to do afterwards on the main actor, if
     /// anything.
-    typealias Work = @Sendable () async -> (@MainActor () -> Void)?
+    package typealias Work = @Sendable () async -> (@MainActor () -> Void)?
 
     /// One read or write.
     final class Job: @unchecked Sendable {

@@ -1,0 +1,325 @@
+internal import Foundation
+internal import Loadable
+internal import LoadableCaching
+
+/// Pulls, pushes and the cache.
+extension SyncedCollection {
+    // MARK: - Pulls
+
+    /// Whether the pull `generation` is still the one running.
+    private func isCurrent(_ generation: Int) -> Bool {
+        generation == pullGeneration && core.state == .syncing
+    }
+
+    func pull(generation: Int) async {
+        await restored()
+        guard isCurrent(generation) else { return }
+        var since = cursor
+        var isFullPull = since == nil
+        var seen: Set<Record.ID> = []
+        do {
+            while true {
+                try Task.checkCancellation()
+                let page: SyncPage<Record>
+                do {
+                    page = try await remote.pull(since: since)
+                } catch SyncRemoteError.cursorExpired where !isFullPull {
+                    guard isCurrent(generation) else { return }
+                    isFullPull = true
+                    since = nil
+                    continue
+                }
+                guard isCurrent(generation) else { return }
+                var deleted = page.deleted
+                if isFullPull {
+                    for record in page.changed { seen.insert(record.record.id) }
+                    if !page.hasMore {
+                        // What the server no longer has goes, unless a push of this pull's time made it.
+                        deleted += server.keys.filter { !seen.contains($0) && pushedDuringPull[$0] == nil }
+                    }
+                }
+                let isLast = !page.hasMore
+                apply(
+                    page.changed, deleted: deleted,
+                    cursor: isFullPull && !isLast ? nil : page.cursor, replacesCursor: isFullPull && isLast,
+                    syncedAt: isLast ? now() : nil)
+                since = page.cursor
+                if isLast { break }
+            }
+            pushedDuringPull.removeAll()
+            modifyContents { contents in
+                guard contents == nil else { return false }
+                contents = RecordSet()
+                return true
+            }
+            setDidSyncSuccessfully()
+        } catch {
+            guard isCurrent(generation) else { return }
+            pushedDuringPull.removeAll()
+            setDidFailToSync(error)
+        }
+    }
+
+    /// Applies one page: the records without pending changes take the server's version, those with
+    /// some go through the conflict rules; then the page is saved with its cursor.
+    func apply(
+        _ changed: [RemoteRecord<Record>], deleted: [Record.ID], cursor newCursor: String?, replacesCursor: Bool,
+        syncedAt: Date?
+    ) {
+        var shown: [Record.ID] = []
+        var kept: [RemoteRecord<Record>] = []
+        var gone: [Record.ID] = []
+        kept.reserveCapacity(changed.count)
+        for record in changed {
+            let id = record.record.id
+            if let superseded = pushedDuringPull[id], superseded.contains(record.version) { continue }
+            if let current = server[id], current.version == record.version, current.record == record.record { continue }
+            kept.append(record)
+            receive(id, record, shown: &shown)
+        }
+        for id in deleted {
+            guard server[id] != nil || idsWithItems.contains(id) else { continue }
+            gone.append(id)
+            receive(id, nil, shown: &shown)
+        }
+        if newCursor != nil || replacesCursor { cursor = newCursor }
+        if let syncedAt {
+            storedHasSynced = true
+            storedLastSyncedAt = syncedAt
+        }
+        var page = SyncJournalPage<Record>(changed: kept, deleted: gone, cursor: newCursor)
+        page.replacesCursor = replacesCursor
+        page.syncedAt = syncedAt
+        save(page)
+        if !shown.isEmpty { refresh(shown) }
+    }
+
+    /// The server's record `id` is now `record` (`nil`: deleted).
+    private func receive(_ id: Record.ID, _ record: RemoteRecord<Record>?, shown: inout [Record.ID]) {
+        let items = idsWithItems.contains(id) ? items(of: id) : []
+        shown.append(id)
+        guard let first = items.first, let last = items.last else {
+            server[id] = record
+            return
+        }
+        if items.contains(where: { $0.state == .sending }) {
+            // The push's answer settles it: this may be the app's own write coming back.
+            setServer(id, record)
+            return
+        }
+        if let held = items.first(where: { $0.state == .conflict }) {
+            setServer(id, record)
+            outbox.holdAsConflict(held.id, remote: record.map { .update($0.record, base: $0.version) })
+            return
+        }
+        if let record, first.change.base == record.version {
+            server[id] = record
+            return
+        }
+        let base = conflictBase(of: id, version: first.change.base)
+        let settlement = ConflictSettlement.settle(
+            conflictPolicy, id: id, base: base, local: last.change.record, remote: record)
+        setServer(id, record)
+        switch settlement {
+        case .acceptServer:
+            for item in items { outbox.discard(item.id) }
+        case .push(let change):
+            for item in items { outbox.discard(item.id) }
+            outbox.enqueue(change, scope: scope(of: id))
+        case .hold:
+            conflictBases[id] = base
+            for item in items.dropLast() { outbox.discard(item.id) }
+            if last.state == .failed { outbox.retry(last.id) }
+            outbox.holdAsConflict(last.id, remote: record.map { .update($0.record, base: $0.version) })
+        }
+    }
+
+    // MARK: - Pushes
+
+    /// Pushes one change (the outbox's `send`), settling a conflict by the policy; the record the
+    /// server answered with is saved before the outbox saves the change's removal.
+    func push(
+        _ change: RecordChange<Record>, idempotencyKey: String
+    ) async throws -> OutboxOutcome<RecordChange<Record>> {
+        let id = change.id
+        let itemID = outbox.items.first { $0.idempotencyKey == idempotencyKey && $0.state == .sending }?.id
+        var change = change
+        var key = idempotencyKey
+        for round in 1...4 {
+            let result = try await remote.push(change, idempotencyKey: key)
+            switch result {
+            case .applied(let record):
+                await keepPushed(id, record, base: change.base)
+                showWithout(itemID, of: id)
+                return .appliedAs(.update(record.record, base: record.version))
+            case .deleted:
+                await keepPushed(id, nil, base: change.base)
+                showWithout(itemID, of: id)
+                return .appliedAs(.delete(id, base: ""))
+            case .conflict(let record):
+                // The record as shown: the last of its changes (later ones made while this was sent).
+                let later = items(of: id).filter { $0.id != itemID && $0.state == .pending }
+                let local = later.last.map(\.change.record) ?? change.record
+                let base = conflictBase(of: id, version: change.base)
+                let settlement = ConflictSettlement.settle(
+                    conflictPolicy, id: id, base: base, local: local, remote: record)
+                setServer(id, record)
+                switch settlement {
+                case .acceptServer:
+                    for item in later { outbox.discard(item.id) }
+                    await saveServer(id)
+                    showWithout(itemID, of: id)
+                    return .dropped
+                case .push(let settled):
+                    for item in later { outbox.discard(item.id) }
+                    change = settled
+                    key = "\(idempotencyKey).\(round)"
+                case .hold:
+                    conflictBases[id] = base
+                    if let itemID, let last = later.last {
+                        outbox.replaceChange(of: itemID, with: Self.change(id, local, replacing: last.change))
+                        for item in later { outbox.discard(item.id) }
+                    }
+                    await saveServer(id)
+                    return .conflict(remote: record.map { .update($0.record, base: $0.version) })
+                }
+            }
+        }
+        throw SyncPushConflictsRepeated()
+    }
+
+    /// Shows record `id` as it stands once item `itemID` leaves the outbox, which it does as soon
+    /// as the push returns: the records shown and ``status`` change in the same turn.
+    private func showWithout(_ itemID: String?, of id: Record.ID) {
+        refresh([id], items: outbox.items.filter { $0.id != itemID })
+    }
+
+    /// Keeps the server's answer to a push of the change made on `base`, and saves it.
+    private func keepPushed(_ id: Record.ID, _ record: RemoteRecord<Record>?, base: String?) async {
+        if core.state == .syncing {
+            var superseded = pushedDuringPull[id] ?? []
+            if let base { superseded.insert(base) }
+            pushedDuringPull[id] = superseded
+        }
+        server[id] = record
+        await saveServer(id)
+    }
+
+    /// Saves the server's record `id` as it is now, and returns once it is saved.
+    private func saveServer(_ id: Record.ID) async {
+        var page = SyncJournalPage<Record>()
+        if let record = server[id] { page.changed = [record] } else { page.deleted = [id] }
+        await withCheckedContinuation { continuation in save(page) { continuation.resume() } }
+    }
+
+    // MARK: - The cache
+
+    /// Saves `page` as the next entry of the journal, and a snapshot in its place when the pages
+    /// grew past half the records.
+    func save(_ page: SyncJournalPage<Record>, then done: (@MainActor () -> Void)? = nil) {
+        journalPage += 1
+        journalPageRecords += page.changed.count + page.deleted.count
+        let number = journalPage
+        let cache = cache
+        let key = key
+        let savedAt = now()
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+            var failure: (any Error)?
+            do {
+                let data = try JSONEncoder().encode(page)
+                try await cache.save(
+                    CachedEntry(data: data, savedAt: savedAt, version: 1, isPinned: true),
+                    key: SyncJournal.pageKey(key, number))
+            } catch {
+                failure = error
+            }
+            return { [weak self] in
+                if let failure { self?.report(failure) }
+                done?()
+            }
+        }
+        if journalPageRecords > Swift.max(512, server.count / 2) { saveSnapshot() }
+    }
+
+    /// Saves every record, the cursor and the sync mark as one snapshot, then removes the pages it
+    /// covers.
+    func saveSnapshot() {
+        let order = contents?.ids ?? []
+        var records: [RemoteRecord<Record>] = []
+        records.reserveCapacity(server.count)
+        var listed: Set<Record.ID> = []
+        for id in order {
+            guard let record = server[id] else { continue }
+            records.append(record)
+            listed.insert(id)
+        }
+        if listed.count < server.count {
+            for (id, record) in server where !listed.contains(id) { records.append(record) }
+        }
+        let snapshot = SyncJournalSnapshot(
+            lastPage: journalPage, records: records, cursor: cursor, hasSynced: storedHasSynced,
+            syncedAt: storedLastSyncedAt)
+        journalPageRecords = 0
+        let cache = cache
+        let key = key
+        let savedAt = now()
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+            var failure: (any Error)?
+            do {
+                let data = try JSONEncoder().encode(snapshot)
+                try await cache.save(
+                    CachedEntry(data: data, savedAt: savedAt, version: 1, isPinned: true),
+                    key: SyncJournal.snapshotKey(key))
+                try await SyncJournal.removePages(downFrom: snapshot.lastPage, in: cache, key: key)
+            } catch {
+                failure = error
+            }
+            guard let failure else { return nil }
+            return { [weak self] in self?.report(failure) }
+        }
+    }
+
+    /// Reads what the cache keeps (off the main actor), then shows it.
+    func startRestore() {
+        let cache = cache
+        let key = key
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+            let restore = await SyncJournal.restore(Record.self, from: cache, key: key)
+            return { [weak self] in self?.restoreDidFinish(restore) }
+        }
+    }
+
+    private func restoreDidFinish(_ restore: SyncJournalRestore<Record>) {
+        for error in restore.errors { report(error) }
+        journalPage = restore.lastPage
+        journalPageRecords = restore.pageRecords
+        if !restore.records.isEmpty || restore.hasSynced {
+            // Pulls and pushes of this launch (none before the restore ends) are newer.
+            for record in restore.records where server[record.record.id] == nil {
+                server[record.record.id] = record
+            }
+            if cursor == nil { cursor = restore.cursor }
+            if !storedHasSynced {
+                storedHasSynced = restore.hasSynced
+                storedLastSyncedAt = restore.syncedAt
+            }
+            let local = contents
+            var set = RecordSet(restore.records.compactMap { server[$0.record.id]?.record })
+            for record in local ?? RecordSet() where !set.contains(id: record.id) { set.upsert(record) }
+            if let syncedAt = restore.syncedAt, local == nil {
+                let age = Swift.max(0, now().timeIntervalSince(syncedAt))
+                restoreContents(set, age: .seconds(age))
+            } else {
+                modifyContents { contents in
+                    contents = set
+                    return true
+                }
+            }
+        }
+        isRestoringRecords = false
+        let waiters = restoreWaiters
+        restoreWaiters.removeAll()
+        refreshPending()
+        for waiter in waiters { waiter.resume() }
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import LoadableSync
+import Synchronization
+
+/// An in-process sync server for tests: records with integer versions, a change log with
+/// tombstones, pages, an expiring history, idempotency keys, an offline switch, and pushes that can
+/// be held in flight.
+final class SyncTestServer<Record: Identifiable & Codable & Sendable & Equatable>: Sendable
+where Record.ID: Codable & Sendable & Comparable {
+    struct State {
+        var records: [Record.ID: (record: Record, version: Int)] = [:]
+        /// The last change of each record: its sequence number, and whether it deleted it.
+        var log: [Record.ID: (sequence: Int, deleted: Bool)] = [:]
+        var sequence = 0
+        var pageSize = 1_000
+        /// Delta pulls from a cursor before this throw `cursorExpired`.
+        var historyStartsAt = 0
+        var isOffline = false
+        /// Results by idempotency key: a repeated push gets the first answer.
+        var answers: [String: PushResult<Record>] = [:]
+        /// How many times each key's change was applied.
+        var applications: [String: Int] = [:]
+        var pushCount = 0
+        var pullCount = 0
+        var holdsPushes = false
+        var heldPushes: [CheckedContinuation<Void, Never>] = []
+        /// Pushes answered, then made to throw as if the answer was lost.
+        var losesAnswers = false
+    }
+
+    let state = Mutex(State())
+
+    init(pageSize: Int = 1_000) {
+        state.withLock { $0.pageSize = pageSize }
+    }
+
+    var remote: SyncTestRemote<Record> { SyncTestRemote(server: self) }
+
+    var isOffline: Bool {
+        get { state.withLock { $0.isOffline } }
+        set { state.withLock { $0.isOffline = newValue } }
+    }
+
+    /// The records as the server has them, by id.
+    var records: [Record.ID: Record] {
+        state.withLock { $0.records.mapValues(\.record) }
+    }
+
+    func version(of id: Record.ID) -> String? {
+        state.withLock { $0.records[id].map { String($0.version) } }
+    }
+
+    /// Another device's write, straight into the server.
+    func put(_ record: Record) {
+        state.withLock { state in
+            state.sequence += 1
+            state.records[record.id] = (record, state.sequence)
+            state.log[record.id] = (state.sequence, false)
+        }
+    }
+
+    /// Another device's delete.
+    func remove(_ id: Record.ID) {
+        state.withLock { state in
+            guard state.records[id] != nil else { return }
+            state.sequence += 1
+            state.records[id] = nil
+            state.log[id] = (state.sequence, true)
+        }
+    }
+
+    /// Forgets the history before now: delta pulls from an older cursor expire.
+    func expireHistory() {
+        state.withLock { state in
+            state.historyStartsAt = state.sequence
+            state.log = state.log.filter { !$0.value.deleted }
+        }
+    }
+
+    /// Holds every push after it reached the server and before it is applied, until
+    /// ``releasePushes()``.
+    func holdPushes() { state.withLock { $0.holdsPushes = true } }
+
+    func releasePushes() {
+        let held = state.withLock { state in
+            state.holdsPushes = false
+            defer { state.heldPushes.removeAll() }
+            return state.heldPushes
+        }
+        for continuation in held { continuation.resume() }
+    }
+
+    var heldPushCount: Int { state.withLock { $0.heldPushes.count } }
+    var pullCount: Int { state.withLock { $0.pullCount } }
+    var pushCount: Int { state.withLock { $0.pushCount } }
+    /// How many times a change was applied, for each idempotency key (exactly once: each 1).
+    var applications: [String: Int] { state.withLock { $0.applications } }
+    var losesAnswers: Bool {
+        get { state.withLock { $0.losesAnswers } }
+        set { state.withLock { $0.losesAnswers = newValue } }
+    }
+
+    func pull(since cursor: String?) throws -> SyncPage<Record> {
+        try state.withLock { state in
+            state.pullCount += 1
+            if state.isOffline { throw URLError(.notConnectedToInternet) }
+            let since: Int
+            if let cursor {
+                guard let value = Int(cursor) else { throw SyncTestServerError.badCursor(cursor) }
+                guard value >= state.historyStartsAt else { throw SyncRemoteError.cursorExpired }
+                since = value
+            } else {
+                since = 0
+            }
+            let entries = state.log
+                .filter { $0.value.sequence > since && (cursor != nil || !$0.value.deleted) }
+                .sorted { $0.value.sequence < $1.value.sequence }
+            let page = entries.prefix(state.pageSize)
+            let hasMore = entries.count > page.count
+            var changed: [RemoteRecord<Record>] = []
+            var deleted: [Record.ID] = []
+            for (id, entry) in page {
+                if entry.deleted {
+                    deleted.append(id)
+                } else if let record = state.records[id] {
+                    changed.append(RemoteRecord(record: record.record, version: String(record.version)))
+                }
+            }
+            let next = hasMore ? page.last!.value.sequence : state.sequence
+            return SyncPage(changed: changed, deleted: deleted, cursor: String(next), hasMore: hasMore)
+        }
+    }
+
+    func push(_ change: RecordChange<Record>, idempotencyKey: String) async throws -> PushResult<Record> {
+        let hold = try state.withLock { state in
+            state.pushCount += 1
+            if state.isOffline { throw URLError(.notConnectedToInternet) }
+            return state.holdsPushes
+        }
+        if hold {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state in
+                    guard state.holdsPushes else { return true }
+                    state.heldPushes.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        }
+        return try state.withLock { state in
+            if state.isOffline { throw URLError(.notConnectedToInternet) }
+            if let answer = state.answers[idempotencyKey] { return answer }
+            let result = Self.apply(change, to: &state)
+            if case .conflict = result {
+            } else {
+                state.answers[idempotencyKey] = result
+                state.applications[idempotencyKey, default: 0] += 1
+            }
+            if state.losesAnswers { throw URLError(.networkConnectionLost) }
+            return result
+        }
+    }
+
+    private static func apply(_ change: RecordChange<Record>, to state: inout State) -> PushResult<Record> {
+        let id = change.id
+        let current = state.records[id]
+        let remote = current.map { RemoteRecord(record: $0.record, version: String($0.version)) }
+        switch change {
+        case .create(let record):
+            guard current == nil else { return .conflict(remote: remote) }
+            state.sequence += 1
+            state.records[id] = (record, state.sequence)
+            state.log[id] = (state.sequence, false)
+            return .applied(RemoteRecord(record: record, version: String(state.sequence)))
+        case .update(let record, let base):
+            guard let current, String(current.version) == base else { return .conflict(remote: remote) }
+            state.sequence += 1
+            state.records[id] = (record, state.sequence)
+            state.log[id] = (state.sequence, false)
+            return .applied(RemoteRecord(record: record, version: String(state.sequence)))
+        case .delete(_, let base):
+            guard let current else { return .deleted }
+            guard String(current.version) == base else { return .conflict(remote: remote) }
+            state.sequence += 1
+            state.records[id] = nil
+            state.log[id] = (state.sequence, true)
+            return .deleted
+        }
+    }
+}
+
+enum SyncTestServerError: Error {
+    case badCursor(String)
+}
+
+struct SyncTestRemote<Record: Identifiable & Codable & Sendable & Equatable>: SyncRemote
+where Record.ID: Codable & Sendable & Comparable {
+    let server: SyncTestServer<Record>
+
+    func pull(since cursor: String?) async throws -> SyncPage<Record> {
+        try server.pull(since: cursor)
+    }
+
+    func push(_ change: RecordChange<Record>, idempotencyKey: String) async throws -> PushResult<Record> {
+        try await server.push(change, idempotencyKey: idempotencyKey)
+    }
+}
