@@ -146,7 +146,14 @@ extension SyncedCollection {
         var change = change
         var key = idempotencyKey
         for round in 1...4 {
-            let result = try await remote.push(change, idempotencyKey: key)
+            let result: PushResult<Record>
+            do {
+                result = try await remote.push(change, idempotencyKey: key)
+            } catch {
+                // Refused for good: the change stays, failed, until `resolve`; the app is told.
+                if !LoadableOutbox<RecordChange<Record>>.retriesByDefault(error) { report(error) }
+                throw error
+            }
             switch result {
             case .applied(let record):
                 await keepPushed(id, record, base: change.base)
