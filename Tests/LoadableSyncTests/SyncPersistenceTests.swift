@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test func theCollectionsEntriesArePinnedSoABoundedCacheKeepsThem() async throws {
-        let cache = InMemoryLoadableCache()
+        let cache: any LoadableCache = InMemoryLoadableCache()
         server.put(TaskRecord(id: "a", title: "A"))
         await withCollection(cache) { tasks in
             await tasks.pullAndSettle()
