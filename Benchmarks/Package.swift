@@ -23,6 +23,7 @@ let package = Package(
                 .product(name: "LoadableGroup", package: "Loadable"),
                 .product(name: "LoadableHTTP", package: "Loadable"),
                 .product(name: "LoadableSQLite", package: "Loadable"),
+                .product(name: "LoadableSync", package: "Loadable"),
                 .product(name: "LoadableSyncer", package: "Loadable"),
                 .product(name: "LoadableTesting", package: "Loadable"),
                 .product(name: "OpenCombine", package: "OpenCombine"),

@@ -37,7 +37,7 @@ where Record.ID: Sendable {
     }
 
     /// The ids, in order.
-    public var ids: [Record.ID] { records.map(\.id) }
+    public var ids: [Record.ID] { records.map { $0.id } }
 
     /// Whether a record has `id`.
     public func contains(id: Record.ID) -> Bool { positions[id] != nil }

@@ -7,9 +7,11 @@ internal import LoadableCaching
 /// a crash leaves the collection at the end of a page: the cursor is never ahead of the records.
 ///
 /// Keys: `<key>/records` (the snapshot) and `<key>/records/<n>` (page `n`, from 1 after the
-/// snapshot's last). When the pages hold more records than half the collection (at least 512), a
-/// new snapshot replaces them; a crash between the snapshot and the removal of the pages leaves
-/// pages the next restore skips (their numbers are the snapshot's or lower).
+/// snapshot's last). When the pages hold more records than the collection has (at least 512:
+/// then at least half of what they hold was replaced or deleted since), a new snapshot replaces
+/// them; a first pull, whose pages hold each record once, writes none. A crash between the snapshot
+/// and the removal of the pages leaves pages the next restore skips (their numbers are the
+/// snapshot's or lower).
 struct SyncJournalPage<Record: Identifiable & Codable & Sendable>: Codable, Sendable
 where Record.ID: Codable & Sendable {
     var changed: [RemoteRecord<Record>] = []

@@ -166,7 +166,7 @@ extension SyncedCollection {
             case .conflict(let record):
                 // The record as shown: the last of its changes (later ones made while this was sent).
                 let later = items(of: id).filter { $0.id != itemID && $0.state == .pending }
-                let local = later.last.map(\.change.record) ?? change.record
+                let local = later.last.map { $0.change.record } ?? change.record
                 let base = conflictBase(of: id, version: change.base)
                 let settlement = ConflictSettlement.settle(
                     conflictPolicy, id: id, base: base, local: local, remote: record)
@@ -222,7 +222,7 @@ extension SyncedCollection {
     // MARK: - The cache
 
     /// Saves `page` as the next entry of the journal, and a snapshot in its place when the pages
-    /// grew past half the records.
+    /// hold more records than the collection (at least half of them stale).
     func save(_ page: SyncJournalPage<Record>, then done: (@MainActor () -> Void)? = nil) {
         journalPage += 1
         journalPageRecords += page.changed.count + page.deleted.count
@@ -245,32 +245,29 @@ extension SyncedCollection {
                 done?()
             }
         }
-        if journalPageRecords > Swift.max(512, server.count / 2) { saveSnapshot() }
+        if journalPageRecords > Swift.max(512, server.count) { saveSnapshot() }
     }
 
-    /// Saves every record, the cursor and the sync mark as one snapshot, then removes the pages it
-    /// covers.
+    /// Replaces the snapshot and the pages after it with one snapshot, off the main actor: what a
+    /// restore would read is written back as one entry (so the main actor copies nothing), then
+    /// the pages it covers are removed. A journal that does not read back whole is left as it is.
     func saveSnapshot() {
-        let order = contents?.ids ?? []
-        var records: [RemoteRecord<Record>] = []
-        records.reserveCapacity(server.count)
-        var listed: Set<Record.ID> = []
-        for id in order {
-            guard let record = server[id] else { continue }
-            records.append(record)
-            listed.insert(id)
-        }
-        if listed.count < server.count {
-            for (id, record) in server where !listed.contains(id) { records.append(record) }
-        }
-        let snapshot = SyncJournalSnapshot(
-            lastPage: journalPage, records: records, cursor: cursor, hasSynced: storedHasSynced,
-            syncedAt: storedLastSyncedAt)
         journalPageRecords = 0
         let cache = cache
         let key = key
         let savedAt = now()
         CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+            let restore = await SyncJournal.restore(Record.self, from: cache, key: key)
+            let errors = restore.errors
+            if !errors.isEmpty {
+                return { [weak self] in
+                    for error in errors { self?.report(error) }
+                }
+            }
+            guard restore.lastPage > 0 else { return nil }
+            let snapshot = SyncJournalSnapshot(
+                lastPage: restore.lastPage, records: restore.records, cursor: restore.cursor,
+                hasSynced: restore.hasSynced, syncedAt: restore.syncedAt)
             var failure: (any Error)?
             do {
                 let data = try JSONEncoder().encode(snapshot)

@@ -313,7 +313,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
 
     func write(_ id: Record.ID, _ record: Record?) {
         let items = idsWithItems.contains(id) ? items(of: id) : []
-        let shown = items.last.map(\.change.record) ?? server[id]?.record
+        let shown = items.last.map { $0.change.record } ?? server[id]?.record
         guard record != shown else { return }
         if let last = items.last, last.state == .conflict || last.state == .failed {
             // A conflict stays one, with the new local side; a failed change takes it.
@@ -339,7 +339,23 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         }
         idsWithItems.insert(id)
         outbox.enqueue(change, scope: scope(of: id))
-        refresh([id])
+        show(id, record)
+    }
+
+    /// Shows `record` (`nil`: none) as record `id`: a local write's one step, with no look at the
+    /// outbox's other items.
+    func show(_ id: Record.ID, _ record: Record?) {
+        var changed = false
+        modifyContents { contents in
+            if let record {
+                if contents == nil { contents = RecordSet() }
+                changed = contents!.upsert(record)
+            } else {
+                changed = contents?.remove(id: id) ?? false
+            }
+            return changed
+        }
+        tellStatusIfChanged(contentsTold: changed)
     }
 
     /// The change that follows `earlier` (queued, or being sent) to leave the record as `record`:
@@ -425,17 +441,20 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         }
         var changed = false
         modifyContents { contents in
-            var set = contents ?? RecordSet()
+            // Taken out, so that the set is changed in place (a second reference would copy it).
+            let wasEmpty = contents == nil
+            var set = contents.take() ?? RecordSet()
             for id in ordered {
-                let record = lastChange[id].map(\.record) ?? server[id]?.record
+                let record = lastChange[id].map { $0.record } ?? server[id]?.record
                 if let record {
                     changed = set.upsert(record) || changed
                 } else {
                     changed = set.remove(id: id) || changed
                 }
             }
-            if contents == nil, !wanted.isEmpty { changed = true }
-            if changed { contents = set }
+            // A collection with no contents gets some (maybe empty) once it shows a record's state.
+            if wasEmpty, !wanted.isEmpty { changed = true }
+            if !wasEmpty || changed { contents = set }
             return changed
         }
         tellStatusIfChanged(contentsTold: changed)
@@ -443,10 +462,14 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
 
     /// Tells observers when the counts of ``status`` changed and no notification told them.
     func tellStatusIfChanged(contentsTold: Bool) {
-        let counts = (
-            pending: outbox.pendingCount, conflicts: outbox.items.count { $0.state == .conflict },
-            isSending: outbox.isSending
-        )
+        var counts = (pending: 0, conflicts: 0, isSending: outbox.isSending)
+        for item in outbox.items {
+            switch item.state {
+            case .pending, .sending: counts.pending += 1
+            case .conflict: counts.conflicts += 1
+            case .failed: break
+            }
+        }
         guard counts != toldCounts else { return }
         toldCounts = counts
         if !contentsTold { notifyDidChange() }

@@ -79,7 +79,7 @@ struct Settings {
 struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
-        "http", "http-overhead", "http-send", "outbox", "observation", "sqlite-cache",
+        "http", "http-overhead", "http-send", "outbox", "observation", "sqlite-cache", "sync",
     ]
 
     static func main() async throws {
@@ -143,6 +143,7 @@ struct LoadableBenchmarks {
         if wants("outbox") { await runOutbox(settings, into: &report) }
         if wants("observation") { await runObservation(settings, into: &report) }
         if wants("sqlite-cache") { await runSQLiteCache(settings, into: &report) }
+        if wants("sync") { await runSync(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
