@@ -129,7 +129,6 @@ extension SyncedCollection {
         case .hold:
             conflictBases[id] = base
             for item in items.dropLast() { outbox.discard(item.id) }
-            if last.state == .failed { outbox.retry(last.id) }
             outbox.holdAsConflict(last.id, remote: record.map { .update($0.record, base: $0.version) })
         }
     }

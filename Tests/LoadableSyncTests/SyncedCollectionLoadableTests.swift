@@ -104,6 +104,26 @@ struct ServerBusy: Error, RetryAfterProviding {
         #expect(errors.count == 1)
     }
 
+    @Test func aChangeRefusedForGoodWhoseRecordChangesOnTheServerBecomesAConflict() async {
+        server.put(TaskRecord(id: "a", title: "A"))
+        let remote = ScriptedFailures(server: server)
+        let tasks = make(remote)
+        await tasks.pullAndSettle()
+        remote.pushError.withLock { $0 = ServerRefused() }
+        tasks.update("a") { $0.title = "refused" }
+        await tasks.settlePushes()
+        server.put(TaskRecord(id: "a", title: "theirs"))
+        await tasks.pullAndSettle()
+        #expect(tasks.conflicts.map(\.id) == ["a"])
+        #expect(tasks.conflicts.first?.remote?.title == "theirs")
+        #expect(tasks.conflicts.first?.local?.title == "refused")
+        remote.pushError.withLock { $0 = nil }
+        tasks.resolve("a", with: TaskRecord(id: "a", title: "both"))
+        await tasks.settlePushes()
+        #expect(server.records["a"]?.title == "both")
+        #expect(tasks.conflicts.isEmpty)
+    }
+
     @Test func aRetryablePushFailureWaitsForTheServersRetryAfter() async {
         let remote = ScriptedFailures(server: server)
         let tasks = make(remote)

@@ -484,19 +484,19 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         await withCheckedContinuation { restoreWaiters.append($0) }
     }
 
-    /// Holds the pending or conflicted item `id` as a conflict with `remote` (the server's side):
+    /// Holds the pending, failed or conflicted item `id` as a conflict with `remote` (the server's side):
     /// for a synced collection, which finds conflicts on pulls too. The item keeps its place and
     /// its layer, is saved, and is not sent until ``retry(_:)`` or ``resolve(_:with:)``. Does
-    /// nothing for an item that is sending or failed, or not in the outbox.
+    /// nothing for an item that is sending, or not in the outbox.
     package func holdAsConflict(_ id: OutboxItem<Change>.ID, remote: Change?) {
         guard let state = storedItems.first(where: { $0.id == id })?.state else { return }
         let actions: [OutboxStateMachine.Action]
         switch state {
-        case .pending:
+        case .pending, .failed:
             guard let held = machine.holdAsConflict(id, now: clock.elapsed) else { return }
             actions = held
         case .conflict: actions = machine.changed(id, now: clock.elapsed)
-        case .sending, .failed: return
+        case .sending: return
         }
         let encoded = remote.flatMap { encode($0) }
         updateItem(id) { item, record in

@@ -298,11 +298,12 @@ struct OutboxStateMachine {
         return [save] + start(explicitly: slot.scope, now: now)
     }
 
-    /// The app holds the pending item `id` as a conflict (a synced collection found one on a pull):
-    /// it is not sent until retried or resolved, and no longer holds its scope. Returns `nil` when
-    /// the item is not pending (a conflicted item stays one: only its record changes).
+    /// The app holds the pending or failed item `id` as a conflict (a synced collection found one
+    /// on a pull): it is not sent until retried or resolved, and no longer holds its scope. Returns
+    /// `nil` when the item is neither (a conflicted item stays one: only its record changes).
     mutating func holdAsConflict(_ id: String, now: Duration) -> [Action]? {
-        guard let slot = slots[id], slot.state == .pending, var scope = scopes[slot.scope] else { return nil }
+        guard let slot = slots[id], slot.state == .pending || slot.state == .failed, var scope = scopes[slot.scope]
+        else { return nil }
         // The item a retry waits for is the scope's first pending one.
         if scope.retry != nil, scope.ids.first(where: { slots[$0]?.state == .pending }) == id {
             scope.retry = nil
