@@ -203,7 +203,7 @@ struct KintoRemoteTests {
     func wrongPassword() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto, password: "not-the-password")
-        let error = try await withRealTimeLimit("a pull with a wrong password", seconds: 20) {
+        let error = try await withRealTimeLimit("a pull with a wrong password") {
             await #expect(throws: HTTPLoadableError.self) { try await remote.pull(since: nil) }
         }
         guard let error, case .status(401, _, _) = error else {
@@ -212,7 +212,7 @@ struct KintoRemoteTests {
         }
         #expect(!error.isRetryable)
         #expect(error.header("WWW-Authenticate") != nil)
-        let push = try await withRealTimeLimit("a push with a wrong password", seconds: 20) {
+        let push = try await withRealTimeLimit("a push with a wrong password") {
             await #expect(throws: HTTPLoadableError.self) {
                 try await remote.push(.create(KintoNote(id: "n1", title: "Milk")), idempotencyKey: "k1")
             }
