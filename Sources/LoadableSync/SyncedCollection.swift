@@ -15,12 +15,12 @@ public import LoadableSyncer
 /// tasks.update(id) { $0.done = true }
 /// ```
 ///
-/// **Pulls.** ``sync()`` pulls every page of the records changed since the saved cursor
+/// **Pulls.** `sync()` pulls every page of the records changed since the saved cursor
 /// (``SyncRemote/pull(since:)``) and applies each: changed records replace theirs, tombstones remove
 /// theirs. Each page is saved with its cursor, after its records, so a crash repeats at most a
 /// page. ``SyncRemoteError/cursorExpired`` makes the same sync pull every record again (records the
-/// full pull lacks go; pending changes stay). The collection is a ``Loadable``: its state, `error`
-/// (records kept), ``Loadable/invalidate()`` (one more pull after the running one), and
+/// full pull lacks go; pending changes stay). The collection is a `Loadable`: its state, `error`
+/// (records kept), `invalidate()` (one more pull after the running one), and
 /// `LoadableSyncer` for periodic pulls with backoff and `Retry-After` work as for any loadable.
 ///
 /// **Local changes.** ``insert(_:)``, ``update(_:_:)`` and ``delete(_:)`` show at once, before the
@@ -101,9 +101,9 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     ///   - key: The collection's key in `cache`; one live collection per key.
     ///   - conflicts: How conflicts are settled; ``ConflictPolicy/manual`` by default.
     ///   - activity: Pauses pushes while the app is inactive or offline; `ActivityMonitor.system`
-    ///     by default. (Pulls follow whoever calls ``sync()``: a `LoadableSyncer` has its own.)
+    ///     by default. (Pulls follow whoever calls `sync()`: a `LoadableSyncer` has its own.)
     ///   - retryPolicy: The delays between retries of a push that failed and may be retried.
-    ///   - clock: The clock of the loadable (``age``) and of push retries; a `ManualClock` in tests.
+    ///   - clock: The clock of the loadable (`age`) and of push retries; a `ManualClock` in tests.
     ///   - now: The wall-clock time, for ``SyncStatus/lastSyncedAt`` and the entries saved.
     public init(
         remote: Remote,
@@ -143,7 +143,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
 
     // MARK: - Pulls
 
-    /// Pulls every page since the saved cursor and applies each (``sync()`` calls it).
+    /// Pulls every page since the saved cursor and applies each (`sync()` calls it).
     override public func doSync() {
         pullGeneration += 1
         let generation = pullGeneration
