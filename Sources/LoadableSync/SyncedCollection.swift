@@ -293,6 +293,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
 
     /// The record `id` as shown: the last pending change's, else the server's.
     func shownRecord(_ id: Record.ID) -> Record? {
+        if isRefreshScheduled { refreshPending() }
         if idsWithItems.contains(id), let last = items(of: id).last { return last.change.record }
         return server[id]?.record
     }
@@ -312,6 +313,8 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     }
 
     func write(_ id: Record.ID, _ record: Record?) {
+        // The outbox changed since the last look (a restore, an answer): see it first.
+        if isRefreshScheduled { refreshPending() }
         let items = idsWithItems.contains(id) ? items(of: id) : []
         let shown = items.last.map { $0.change.record } ?? server[id]?.record
         guard record != shown else { return }
@@ -416,7 +419,9 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     func scheduleRefresh() {
         guard !isRefreshScheduled else { return }
         isRefreshScheduled = true
-        Task { [weak self] in self?.refreshPending() }
+        Task { [weak self] in
+            if self?.isRefreshScheduled == true { self?.refreshPending() }
+        }
     }
 
     /// Shows every record with pending changes (and those that had some) as it now stands.
