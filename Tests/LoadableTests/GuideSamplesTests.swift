@@ -32,6 +32,9 @@ struct GuideSamplesTests {
             "Tests/LoadableTests/PagingGuideTests.swift", "Tests/LoadableTests/PagedLoadableTests.swift",
         ],
         "Docs/Persistence.md": ["Tests/LoadableCachingTests/PersistenceGuideTests.swift"],
+        "Docs/Sync.md": [
+            "Tests/LoadableSyncTests/SyncGuideTests.swift", "Tests/LoadableSyncTests/SyncGuideKintoTests.swift",
+        ],
         "Docs/Syncing.md": [
             "Tests/LoadableSyncerTests/SyncingGuideTests.swift",
             "Tests/LoadableSyncerTests/FreshnessGuideTests.swift",
