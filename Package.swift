@@ -55,6 +55,7 @@ let package = Package(
             name: "loadable-demo",
             dependencies: [
                 "Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableCaching", "LoadableHTTP",
+                "LoadableSync",
             ],
             swiftSettings: upcomingFeatures
         ),

@@ -119,7 +119,7 @@ extension Tour {
     }
 
     /// Moves simulated time in steps of 100 ms until `condition` holds, for at most `limit`.
-    private func advance(until condition: () -> Bool, atMost limit: Duration) async {
+    func advance(until condition: () -> Bool, atMost limit: Duration) async {
         await clock.advance(by: .zero)
         let end = clock.now.advanced(by: limit)
         while !condition(), clock.now < end {

@@ -34,6 +34,7 @@ final class DemoStats {
     /// The items the offline episode's outbox sent, in order.
     var offlineSent: [String] = []
     var offlineSummary = "not run"
+    var syncSummary = "not run"
 }
 
 /// A simulated auth service: answers after a random latency and fails at `failureRate`.

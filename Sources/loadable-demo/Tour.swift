@@ -143,6 +143,7 @@ final class Tour {
         for task in tasks { task.cancel() }
         await relaunch()
         await offlineEpisode()
+        await syncEpisode()
         printSummary()
     }
 
@@ -264,6 +265,7 @@ final class Tour {
             "  optimistic changes on /posts/42: "
                 + (stats.mutationSummary.isEmpty ? "none ended" : stats.mutationSummary.joined(separator: ", ")))
         print("  offline outbox: \(stats.offlineSummary)")
+        print("  synced list: \(stats.syncSummary)")
         print(
             "  requests: \(stats.requests) sent; \(waited.count) waited for the token "
                 + "(average \(Timeline.seconds(average)) s, longest \(Timeline.seconds(longest)) s), "
