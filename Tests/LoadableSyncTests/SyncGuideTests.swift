@@ -381,6 +381,33 @@ final class TodosAPIServer: Sendable {
     }
 }
 
+/// A remote whose first push is refused for good (an error that is not retried).
+struct RefusingFirstPush: SyncRemote {
+    struct Refusal: Error, CustomStringConvertible {
+        var description: String { "refused" }
+    }
+
+    let server: InMemoryTodos
+    private let refused = Locked(false)
+
+    init(server: InMemoryTodos) {
+        self.server = server
+    }
+
+    func pull(since cursor: String?) async throws -> SyncPage<Todo> {
+        try await server.pull(since: cursor)
+    }
+
+    func push(_ change: RecordChange<Todo>, idempotencyKey: String) async throws -> PushResult<Todo> {
+        let isFirst = refused.withLock { refused in
+            defer { refused = true }
+            return !refused
+        }
+        if isFirst { throw Refusal() }
+        return try await server.push(change, idempotencyKey: idempotencyKey)
+    }
+}
+
 /// The policies of the guide's table, by name.
 enum GuidePolicy: String, CaseIterable, Sendable {
     case serverWins, clientWins, fieldwise, mergeDoneWins, manual
@@ -557,6 +584,31 @@ enum GuideOutcome: Equatable, CustomTestStringConvertible {
         #expect(await server.todo(bread.id)?.done == true)
         #expect(await server.todo("milk") == nil)
         #expect(list.todos.status.lastSyncedAt != nil)
+    }
+
+    @Test("a change the server refused: onError is told, it stays shown, and a pull of a newer version settles it")
+    func refusedChange() async throws {
+        let server = InMemoryTodos()
+        await server.put(Todo(id: "milk", title: "Buy milk"))
+        let remote = RefusingFirstPush(server: server)
+        let todos = SyncedCollection(
+            remote: remote, cache: InMemoryLoadableCache(), conflicts: .fieldwise, activity: ActivityMonitor(),
+            clock: ManualClock())
+        var errors: [String] = []
+        todos.onError = { errors.append("\($0)") }
+        try await todos.synced()
+        todos.update("milk") { $0.done = true }
+        #expect(await settle { !errors.isEmpty })
+        #expect(errors == ["refused"])
+        #expect(todos.status.pendingCount == 0)
+        #expect(todos.conflicts.isEmpty)
+        #expect(todos.contents?[id: "milk"]?.done == true, "a refused change stays shown")
+
+        await server.put(Todo(id: "milk", title: "Buy oat milk"))
+        try await todos.synced(forceSync: true)
+        await todos.pushed()
+        #expect(await server.todo("milk") == Todo(id: "milk", title: "Buy oat milk", done: true))
+        #expect(todos.contents?[id: "milk"] == Todo(id: "milk", title: "Buy oat milk", done: true))
     }
 
     @Test("the review screen: keep mine pushes mine; take theirs pushes nothing; keep both adds mine as a new to-do")
