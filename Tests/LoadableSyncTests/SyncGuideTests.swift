@@ -333,7 +333,9 @@ final class TodosAPIServer: Sendable {
                     .sorted { $0.value.updatedAt < $1.value.updatedAt }
                     .prefix(limit)
                     .map { row(id: $0.key, updatedAt: $0.value.updatedAt, todo: $0.value.todo) }
-                // Before an answer that gets lost, a fresh connection for each request (below).
+                // Before an answer that gets lost, a fresh connection for each request: on Linux, a
+                // write whose answer is lost on a kept-alive connection fails only after this server's
+                // 60 s idle timeout (a second connection opens, and no request comes on it).
                 let close: [LoopbackHTTPServer.Header] = state.losesNextAnswer ? [.init("Connection", "close")] : []
                 return .json("[" + rows.joined(separator: ",") + "]", headers: close)
             }
