@@ -38,7 +38,9 @@ public enum ConflictPolicy<Record: Sendable>: Sendable {
     case manual
 }
 
-/// A conflict held for the app (under ``ConflictPolicy/manual``): the three sides of one record.
+/// What waits for the app's decision about one record: a conflict held by
+/// ``ConflictPolicy/manual`` (the three sides of the record), or a local change the server refused
+/// for good (``isRefused``).
 public struct SyncConflict<Record: Identifiable & Sendable>: Identifiable, Sendable where Record.ID: Sendable {
     /// The record's id.
     public var id: Record.ID
@@ -47,8 +49,12 @@ public struct SyncConflict<Record: Identifiable & Sendable>: Identifiable, Senda
     public var base: Record?
     /// The record as shown, with its pending local changes; `nil`: deleted locally.
     public var local: Record?
-    /// The server's record; `nil`: deleted on the server.
+    /// The server's record; `nil`: deleted on the server. For a refused change: the server's
+    /// record as last pulled.
     public var remote: Record?
+    /// Whether the server refused the local change for good (a `400`, a `403`: an error that is
+    /// not retried, which ``SyncedCollection/onError`` was told), rather than a conflict.
+    public var isRefused: Bool
 
     /// Creates a conflict.
     ///
@@ -57,11 +63,13 @@ public struct SyncConflict<Record: Identifiable & Sendable>: Identifiable, Senda
     ///   - base: The record at the local change's base version.
     ///   - local: The record as shown locally.
     ///   - remote: The server's record.
-    public init(id: Record.ID, base: Record?, local: Record?, remote: Record?) {
+    ///   - isRefused: Whether the server refused the local change for good.
+    public init(id: Record.ID, base: Record?, local: Record?, remote: Record?, isRefused: Bool = false) {
         self.id = id
         self.base = base
         self.local = local
         self.remote = remote
+        self.isRefused = isRefused
     }
 }
 
@@ -79,7 +87,8 @@ public struct SyncStatus: Sendable, Hashable {
     public var isPushing: Bool
     /// The local changes not on the server yet (conflicts excluded).
     public var pendingCount: Int
-    /// The conflicts held for the app (``SyncedCollection/conflicts``).
+    /// What waits for the app's decision: held conflicts and refused changes
+    /// (``SyncedCollection/conflicts``).
     public var conflictCount: Int
 
     /// Creates a status.

@@ -168,17 +168,21 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         return SyncStatus(
             hasSynced: storedHasSynced, lastSyncedAt: storedLastSyncedAt, isPulling: core.state == .syncing,
             isPushing: outbox.isSending, pendingCount: outbox.pendingCount,
-            conflictCount: items.count { $0.state == .conflict })
+            conflictCount: items.count { $0.state == .conflict || $0.state == .failed })
     }
 
-    /// The conflicts held for the app (``ConflictPolicy/manual``), oldest first. Observable.
+    /// What waits for the app's decision, oldest first: the conflicts held by
+    /// ``ConflictPolicy/manual``, and the local changes the server refused for good
+    /// (``SyncConflict/isRefused``, whose error ``onError`` was told; their `remote` is the
+    /// server's record as last pulled). Each is settled by ``resolve(_:with:)``. Observable.
     public var conflicts: [SyncConflict<Record>] {
         core.trackAccess()
-        return outbox.items.filter { $0.state == .conflict }.map { item in
+        return outbox.items.filter { $0.state == .conflict || $0.state == .failed }.map { item in
             let id = item.change.id
+            let isRefused = item.state == .failed
             return SyncConflict(
                 id: id, base: conflictBase(of: id, version: item.change.base), local: item.change.record,
-                remote: item.remote?.record)
+                remote: isRefused ? server[id]?.record : item.remote?.record, isRefused: isRefused)
         }
     }
 
@@ -428,9 +432,12 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     func refreshPending() {
         isRefreshScheduled = false
         let items = outbox.items
+        // In the outbox's order (the order the changes were made), then those that left it: new
+        // records take their places at the end in that order, after a relaunch too.
         var now: Set<Record.ID> = []
-        for item in items { now.insert(item.change.id) }
-        let ids = idsWithItems.union(now)
+        var ids: [Record.ID] = []
+        for item in items where now.insert(item.change.id).inserted { ids.append(item.change.id) }
+        for id in idsWithItems where !now.contains(id) { ids.append(id) }
         idsWithItems = now
         for id in conflictBases.keys where !now.contains(id) { conflictBases[id] = nil }
         refresh(ids, items: items)
@@ -471,8 +478,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         for item in outbox.items {
             switch item.state {
             case .pending, .sending: counts.pending += 1
-            case .conflict: counts.conflicts += 1
-            case .failed: break
+            case .conflict, .failed: counts.conflicts += 1
             }
         }
         guard counts != toldCounts else { return }

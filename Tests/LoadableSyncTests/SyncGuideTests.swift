@@ -603,7 +603,7 @@ enum GuideOutcome: Equatable, CustomTestStringConvertible {
         #expect(await settle { !errors.isEmpty })
         #expect(errors == ["refused"])
         #expect(todos.status.pendingCount == 0)
-        #expect(todos.conflicts.isEmpty)
+        #expect(todos.conflicts.map(\.isRefused) == [true], "listed for the app to settle")
         #expect(todos.contents?[id: "milk"]?.done == true, "a refused change stays shown")
 
         await server.put(Todo(id: "milk", title: "Buy oat milk"))
@@ -611,6 +611,7 @@ enum GuideOutcome: Equatable, CustomTestStringConvertible {
         await todos.pushed()
         #expect(await server.todo("milk") == Todo(id: "milk", title: "Buy oat milk", done: true))
         #expect(todos.contents?[id: "milk"] == Todo(id: "milk", title: "Buy oat milk", done: true))
+        #expect(todos.conflicts.isEmpty)
     }
 
     @Test("the review screen: keep mine pushes mine; take theirs pushes nothing; keep both adds mine as a new to-do")

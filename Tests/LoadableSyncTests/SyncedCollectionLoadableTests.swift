@@ -95,6 +95,15 @@ struct ServerBusy: Error, RetryAfterProviding {
         #expect(tasks.status.pendingCount == 0)
         #expect(errors.count == 1)
         #expect(errors.first is ServerRefused)
+        // Listed for the app to settle, with the server's side as last pulled.
+        #expect(tasks.status.conflictCount == 1)
+        #expect(
+            tasks.conflicts
+                == [
+                    SyncConflict(
+                        id: "a", base: TaskRecord(id: "a", title: "A"), local: TaskRecord(id: "a", title: "refused"),
+                        remote: TaskRecord(id: "a", title: "A"), isRefused: true)
+                ])
         #expect(server.records["a"]?.title == "A")
         remote.pushError.withLock { $0 = nil }
         tasks.resolve("a", with: TaskRecord(id: "a", title: "accepted"))
@@ -102,6 +111,7 @@ struct ServerBusy: Error, RetryAfterProviding {
         #expect(server.records["a"]?.title == "accepted")
         #expect(tasks.contents?[id: "a"]?.title == "accepted")
         #expect(errors.count == 1)
+        #expect(tasks.conflicts.isEmpty)
     }
 
     @Test func aChangeRefusedForGoodWhoseRecordChangesOnTheServerBecomesAConflict() async {

@@ -85,6 +85,23 @@ import Testing
 
     /// The conflict is found by a pull (the change waits: the app is offline for pushes) or by the
     /// push (held in flight while the other device writes).
+    @Test func recordsCreatedOfflineComeBackInTheOrderTheyWereMadeAfterARelaunch() async {
+        let ids = ["f", "a", "e", "b", "d", "c", "h", "g"]
+        weak var released: TestCollection?
+        do {
+            let tasks = makeCollection(
+                server: server, cache: cache, activity: ActivityMonitor(connectivity: .offline), clock: clock)
+            released = tasks
+            for id in ids { tasks.insert(TaskRecord(id: id, title: id)) }
+            #expect(tasks.contents?.ids == ids)
+            await tasks.saved()
+        }
+        #expect(await settle { released == nil })
+        let relaunched = makeCollection(server: server, cache: cache, clock: clock)
+        await relaunched.restored()
+        #expect(relaunched.contents?.ids == ids)
+    }
+
     @Test(arguments: ["serverWins", "clientWins", "fieldwise", "merge", "manual"], ["pull", "push"])
     func aConflictWithAPendingEditGoesThroughThePolicy(_ name: String, foundBy: String) async {
         let policy: ConflictPolicy<TaskRecord> =
