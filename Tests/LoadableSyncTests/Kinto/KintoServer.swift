@@ -96,6 +96,39 @@ final class KintoServer: Sendable {
         return fixture
     }
 
+    /// The account that ``fixtureInSharedAccount()`` gives every fixture, made by the first.
+    private static let sharedAccount = Locked<Task<Fixture, any Error>?>(nil)
+
+    /// A place of its own on the server for one test, as ``fixture(sourceLocation:)`` gives, in
+    /// an account shared by every test of the process that asks for one: a new bucket and
+    /// collection, in which the test sees only its own records and history.
+    ///
+    /// Kinto hashes passwords with bcrypt: about a second of CPU on a loaded machine for each
+    /// account's creation, and again for its first request (and after 30 s unused). A suite that
+    /// makes dozens of fixtures at once spends that once.
+    static func fixtureInSharedAccount() async throws -> Fixture {
+        let server = try await running()
+        let account = sharedAccount.withLock { account in
+            if let account { return account }
+            let task = Task.detached {
+                let name = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+                let owner = Fixture(
+                    server: server, user: "shared-\(name)", password: "password-\(name)", bucket: "", collection: "")
+                try await owner.createAccount()
+                return owner
+            }
+            account = task
+            return task
+        }
+        let owner = try await account.value
+        let name = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let fixture = Fixture(
+            server: server, user: owner.user, password: owner.password, bucket: "bucket-\(name)", collection: "notes")
+        try await fixture.send(.put, "buckets/\(fixture.bucket)", json: #"{"data":{}}"#)
+        try await fixture.send(.put, fixture.collectionPath, json: #"{"data":{}}"#)
+        return fixture
+    }
+
     /// Why the server did not start.
     struct StartError: Error, CustomStringConvertible {
         let description: String
