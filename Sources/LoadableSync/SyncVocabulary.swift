@@ -85,7 +85,8 @@ public struct SyncStatus: Sendable, Hashable {
     public var isPulling: Bool
     /// Whether a local change is being pushed.
     public var isPushing: Bool
-    /// The local changes not on the server yet (conflicts excluded).
+    /// The local changes on their way to the server: pending or being pushed (held conflicts and
+    /// refused changes, which wait for the app, are counted by ``conflictCount``).
     public var pendingCount: Int
     /// What waits for the app's decision: held conflicts and refused changes
     /// (``SyncedCollection/conflicts``).
