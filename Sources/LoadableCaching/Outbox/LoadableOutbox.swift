@@ -498,6 +498,13 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         case .conflict: actions = machine.changed(id, now: clock.elapsed)
         case .sending: return
         }
+        markConflict(id, remote: remote)
+        perform(actions)
+    }
+
+    /// Item `id` becomes a conflict with `remote`, in its record too. A retry deadline kept from an
+    /// earlier failure no longer holds the scope, after a relaunch either.
+    func markConflict(_ id: OutboxItem<Change>.ID, remote: Change?) {
         let encoded = remote.flatMap { encode($0) }
         updateItem(id) { item, record in
             item.state = .conflict
@@ -507,7 +514,6 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             record.remote = encoded
             record.notBefore = nil
         }
-        perform(actions)
     }
 
     /// Told after every change of ``items`` or ``isSending``, once the change is made: for a synced
@@ -635,16 +641,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
             forEachDisplay { $0.drop(id) }
         case .success(.conflict(let remote)):
-            let encoded = remote.flatMap { encode($0) }
-            updateItem(id) { item, record in
-                item.state = .conflict
-                item.remote = remote
-                record.isConflict = true
-                record.remote = encoded
-                // The server answered: a retry deadline kept from an earlier failure no longer holds
-                // the scope, after a relaunch either.
-                record.notBefore = nil
-            }
+            markConflict(id, remote: remote)
             actions = machine.sendEnded(id, result: .conflict, now: clock.elapsed)
         case .failure(let error):
             let retryable = shouldRetry(error)
