@@ -131,6 +131,56 @@ where Record.ID: Codable & Sendable {
 
 extension RecordChange: Equatable where Record: Equatable {}
 
+extension RecordChange {
+    private enum CodingKeys: String, CodingKey {
+        case kind, record, id, base
+    }
+
+    /// Decodes a change from its flat JSON form: `{"kind": "create" | "update" | "delete",
+    /// "record": …, "id": …, "base": …}` (the form ``encode(to:)`` writes, which a synced
+    /// collection keeps in its cache).
+    ///
+    /// - Parameter decoder: The decoder to read from.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .kind) {
+        case "create": self = .create(try container.decode(Record.self, forKey: .record))
+        case "update":
+            self = .update(
+                try container.decode(Record.self, forKey: .record),
+                base: try container.decode(String.self, forKey: .base))
+        case "delete":
+            self = .delete(
+                try container.decode(Record.ID.self, forKey: .id),
+                base: try container.decode(String.self, forKey: .base))
+        case let kind:
+            throw DecodingError.dataCorruptedError(
+                forKey: .kind, in: container, debugDescription: "unknown change kind \"\(kind)\"")
+        }
+    }
+
+    /// Encodes the change in a flat JSON form: its kind, then the record (a create or an update) or
+    /// the id (a delete), then the base version (an update or a delete).
+    ///
+    /// - Parameter encoder: The encoder to write to.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .create(let record):
+            try container.encode("create", forKey: .kind)
+            try container.encode(record, forKey: .record)
+        case .update(let record, let base):
+            try container.encode("update", forKey: .kind)
+            try container.encode(record, forKey: .record)
+            try container.encode(base, forKey: .base)
+        case .delete(let id, let base):
+            try container.encode("delete", forKey: .kind)
+            try container.encode(id, forKey: .id)
+            try container.encode(base, forKey: .base)
+        }
+    }
+}
+
 /// What the server did with a pushed change.
 public enum PushResult<Record: Sendable>: Sendable {
     /// The server applied the change; this is the record as it now has it, with its new version.

@@ -75,8 +75,11 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     /// The records whose shown version comes from the outbox (a superset: refreshed lazily).
     var idsWithItems: Set<Record.ID> = []
     var isRefreshScheduled = false
+    /// Whether ``idsWithItems`` holds every record with items: once the outbox's restore was seen
+    /// (after it, items come only from this collection's own writes).
+    var knowsEveryItem = false
     /// The status counts last told to observers.
-    var toldCounts: (pending: Int, conflicts: Int, isSending: Bool) = (0, 0, false)
+    var toldCounts: StatusCounts? = StatusCounts()
 
     // Pulls.
     var pullTask: Task<Void, Never>?
@@ -134,6 +137,12 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         weakSelf = self
         outbox.onError = { [weak self] in self?.report($0) }
         outbox.itemsDidChange = { [weak self] in self?.scheduleRefresh() }
+        let outbox = outbox
+        Task { [weak self] in
+            await outbox.restored()
+            self?.refreshPending()
+            self?.knowsEveryItem = true
+        }
         startRestore()
     }
 
@@ -297,8 +306,9 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
 
     /// The record `id` as shown: the last pending change's, else the server's.
     func shownRecord(_ id: Record.ID) -> Record? {
-        if isRefreshScheduled { refreshPending() }
-        if idsWithItems.contains(id), let last = items(of: id).last { return last.change.record }
+        if idsWithItems.contains(id) || !knowsEveryItem, let last = items(of: id).last {
+            return last.change.record
+        }
         return server[id]?.record
     }
 
@@ -317,9 +327,9 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     }
 
     func write(_ id: Record.ID, _ record: Record?) {
-        // The outbox changed since the last look (a restore, an answer): see it first.
-        if isRefreshScheduled { refreshPending() }
-        let items = idsWithItems.contains(id) ? items(of: id) : []
+        // Until the outbox's restore is seen, `idsWithItems` may lack restored items: the outbox
+        // itself is asked.
+        let items = idsWithItems.contains(id) || !knowsEveryItem ? items(of: id) : []
         let shown = items.last.map { $0.change.record } ?? server[id]?.record
         guard record != shown else { return }
         if let last = items.last, last.state == .conflict || last.state == .failed {
@@ -472,9 +482,15 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         tellStatusIfChanged(contentsTold: changed)
     }
 
-    /// Tells observers when the counts of ``status`` changed and no notification told them.
+    /// Tells observers when the counts of ``status`` changed and no notification told them. When
+    /// one did (`contentsTold`), the counts are not even looked at (a local write's hot path): the
+    /// next look compares against unknown counts, and tells.
     func tellStatusIfChanged(contentsTold: Bool) {
-        var counts = (pending: 0, conflicts: 0, isSending: outbox.isSending)
+        guard !contentsTold else {
+            toldCounts = nil
+            return
+        }
+        var counts = StatusCounts(isSending: outbox.isSending)
         for item in outbox.items {
             switch item.state {
             case .pending, .sending: counts.pending += 1
@@ -483,7 +499,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         }
         guard counts != toldCounts else { return }
         toldCounts = counts
-        if !contentsTold { notifyDidChange() }
+        notifyDidChange()
     }
 
     /// The record at `version` of record `id`, if known.
@@ -507,6 +523,13 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     func report(_ error: any Error) {
         onError?(error)
     }
+}
+
+/// The counts of ``SyncStatus`` that observers were last told of.
+struct StatusCounts: Equatable {
+    var pending = 0
+    var conflicts = 0
+    var isSending = false
 }
 
 /// A push whose conflicts kept coming back (the record changed on the server between each
