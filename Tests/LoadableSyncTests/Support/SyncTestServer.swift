@@ -26,6 +26,13 @@ where Record.ID: Codable & Sendable & Comparable {
         var heldPushes: [CheckedContinuation<Void, Never>] = []
         /// Pushes answered, then made to throw as if the answer was lost.
         var losesAnswers = false
+        /// The next answers (of pushes applied or refused) lost as with ``losesAnswers``.
+        var answersToLose = 0
+        /// Whether the pages after a full pull's first carry a page cursor that never expires (a
+        /// real server's page token), instead of a delta cursor.
+        var continuesFullPulls = false
+        var holdsPulls = false
+        var heldPulls: [CheckedContinuation<Void, Never>] = []
     }
 
     let state = Mutex(State())
@@ -99,13 +106,58 @@ where Record.ID: Codable & Sendable & Comparable {
         get { state.withLock { $0.losesAnswers } }
         set { state.withLock { $0.losesAnswers = newValue } }
     }
+    /// The next answers lost: the pushes are applied (or refused), then throw as if the answer
+    /// never came back.
+    var answersToLose: Int {
+        get { state.withLock { $0.answersToLose } }
+        set { state.withLock { $0.answersToLose = newValue } }
+    }
+    /// Whether a full pull's later pages never expire (their cursor is a page token, `full:<n>`).
+    var continuesFullPulls: Bool {
+        get { state.withLock { $0.continuesFullPulls } }
+        set { state.withLock { $0.continuesFullPulls = newValue } }
+    }
+
+    /// Holds every page after the server made it and before it is returned, until
+    /// ``releasePulls()``: a page fetched before a push is applied arrives after its answer.
+    func holdPulls() { state.withLock { $0.holdsPulls = true } }
+
+    func releasePulls() {
+        let held = state.withLock { state in
+            state.holdsPulls = false
+            defer { state.heldPulls.removeAll() }
+            return state.heldPulls
+        }
+        for continuation in held { continuation.resume() }
+    }
+
+    var heldPullCount: Int { state.withLock { $0.heldPulls.count } }
+
+    /// Returns once pulls are not held (at once when they are not).
+    func passPullHold() async {
+        guard state.withLock({ $0.holdsPulls }) else { return }
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state in
+                guard state.holdsPulls else { return true }
+                state.heldPulls.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
 
     func pull(since cursor: String?) throws -> SyncPage<Record> {
         try state.withLock { state in
             state.pullCount += 1
             if state.isOffline { throw URLError(.notConnectedToInternet) }
             let since: Int
-            if let cursor {
+            var cursor = cursor
+            if let token = cursor, token.hasPrefix("full:") {
+                // A full pull's later page: no expiry, no tombstones.
+                guard let value = Int(token.dropFirst(5)) else { throw SyncTestServerError.badCursor(token) }
+                since = value
+                cursor = nil
+            } else if let cursor {
                 guard let value = Int(cursor) else { throw SyncTestServerError.badCursor(cursor) }
                 guard value >= state.historyStartsAt else { throw SyncRemoteError.cursorExpired }
                 since = value
@@ -127,7 +179,8 @@ where Record.ID: Codable & Sendable & Comparable {
                 }
             }
             let next = hasMore ? page.last!.value.sequence : state.sequence
-            return SyncPage(changed: changed, deleted: deleted, cursor: String(next), hasMore: hasMore)
+            let token = hasMore && cursor == nil && state.continuesFullPulls ? "full:\(next)" : String(next)
+            return SyncPage(changed: changed, deleted: deleted, cursor: token, hasMore: hasMore)
         }
     }
 
@@ -157,6 +210,10 @@ where Record.ID: Codable & Sendable & Comparable {
                 state.applications[idempotencyKey, default: 0] += 1
             }
             if state.losesAnswers { throw URLError(.networkConnectionLost) }
+            if state.answersToLose > 0 {
+                state.answersToLose -= 1
+                throw URLError(.networkConnectionLost)
+            }
             return result
         }
     }
@@ -198,7 +255,9 @@ where Record.ID: Codable & Sendable & Comparable {
     let server: SyncTestServer<Record>
 
     func pull(since cursor: String?) async throws -> SyncPage<Record> {
-        try server.pull(since: cursor)
+        let page = try server.pull(since: cursor)
+        await server.passPullHold()
+        return page
     }
 
     func push(_ change: RecordChange<Record>, idempotencyKey: String) async throws -> PushResult<Record> {
