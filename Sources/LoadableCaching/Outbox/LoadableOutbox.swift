@@ -337,7 +337,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             let merged = coalesce(earlier.change, change)
         {
             // The closure may have changed the queue: the item must still be the scope's last.
-            if machine.lastPendingItem(in: scope) == id, replaceChange(of: id, with: merged) {
+            if machine.lastPendingItem(in: scope) == id, setChange(of: id, to: merged) {
                 perform(machine.changed(id, now: clock.elapsed))
                 return id
             }
@@ -534,10 +534,20 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         }
     }
 
-    /// Gives item `id` a new change (merged or rebased: same key), on the loadables too, and saves
-    /// it; a pending item is sent once that save finished. Returns whether the item is there.
+    /// Gives item `id` a new change (a synced collection's local edit of a held conflict: same
+    /// key), on the loadables too, and saves it; a pending item is sent once that save finished.
+    /// Returns whether the item is there.
     @discardableResult
     package func replaceChange(of id: String, with change: Change) -> Bool {
+        guard setChange(of: id, to: change) else { return false }
+        perform(machine.changed(id, now: clock.elapsed))
+        return true
+    }
+
+    /// Gives item `id` a new change (merged or rebased: same key), on the loadables too; the
+    /// caller asks for the save. Returns whether the item is there.
+    @discardableResult
+    func setChange(of id: String, to change: Change) -> Bool {
         let encoded = encode(change)
         let updated = updateItem(id) { item, record in
             item.change = change
@@ -633,7 +643,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
                 for laterID in later {
                     guard var change = storedItems.first(where: { $0.id == laterID })?.change else { continue }
                     rebase(&change, applied)
-                    replaceChange(of: laterID, with: change)
+                    setChange(of: laterID, to: change)
                 }
             }
         case .success(.dropped):
