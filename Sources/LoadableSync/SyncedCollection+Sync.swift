@@ -116,6 +116,12 @@ extension SyncedCollection {
             server[id] = record
             return
         }
+        if record == nil, first.change.base == nil {
+            // A create, and the server has no record either: a tombstone of an earlier record of
+            // this id (the app's own delete, or another device's record since deleted) is no conflict.
+            server[id] = nil
+            return
+        }
         let base = conflictBase(of: id, version: first.change.base)
         let settlement = ConflictSettlement.settle(
             conflictPolicy, id: id, base: base, local: last.change.record, remote: record)

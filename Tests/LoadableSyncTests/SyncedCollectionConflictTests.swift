@@ -38,4 +38,47 @@ import Testing
         #expect(relaunched.conflicts.first?.local == TaskRecord(id: "c", title: "mine", note: "edited while held"))
         #expect(relaunched.contents?[id: "c"]?.note == "edited while held")
     }
+
+    /// The pull brings the tombstone of another device's record of the same id, created and deleted
+    /// since the last pull: the server has no record, as when the insert was made.
+    @Test(arguments: ["serverWins", "fieldwise", "manual"])
+    func anInsertOfAnIdWhoseEarlierRecordWasDeletedIsNoConflict(_ policy: String) async {
+        let conflicts: ConflictPolicy<TaskRecord> =
+            switch policy {
+            case "serverWins": .serverWins
+            case "fieldwise": .fieldwise
+            default: .manual
+            }
+        let tasks = makeCollection(
+            server: server, cache: cache, conflicts: conflicts, activity: activity, clock: clock)
+        await pull(tasks)
+        activity.connectivity = .offline
+        server.put(TaskRecord(id: "a", title: "theirs"))
+        tasks.insert(TaskRecord(id: "a", title: "mine"))
+        server.remove("a")
+        await pull(tasks)
+        #expect(tasks.conflicts.isEmpty)
+        #expect(tasks.contents?[id: "a"]?.title == "mine")
+        activity.connectivity = .online
+        _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
+        #expect(server.records["a"]?.title == "mine")
+    }
+
+    /// The app's own delete comes back on the pull after it inserted the id again.
+    @Test func anInsertAfterTheAppsOwnDeleteIsNoConflictWhenTheDeleteComesBack() async {
+        server.put(TaskRecord(id: "a", title: "first"))
+        let tasks = makeCollection(
+            server: server, cache: cache, conflicts: .serverWins, activity: activity, clock: clock)
+        await pull(tasks)
+        tasks.delete("a")
+        _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
+        #expect(server.records["a"] == nil)
+        activity.connectivity = .offline
+        tasks.insert(TaskRecord(id: "a", title: "again"))
+        await pull(tasks)
+        #expect(tasks.contents?[id: "a"]?.title == "again")
+        activity.connectivity = .online
+        _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
+        #expect(server.records["a"]?.title == "again")
+    }
 }
