@@ -131,6 +131,8 @@ extension SyncedCollection {
             for item in items { outbox.discard(item.id) }
         case .push(let change):
             for item in items { outbox.discard(item.id) }
+            // Made on the server's record now: the base of the changes it replaces no longer is one.
+            conflictBases[id] = nil
             outbox.enqueue(change, scope: scope(of: id))
         case .hold:
             conflictBases[id] = base
@@ -184,6 +186,7 @@ extension SyncedCollection {
                     return .dropped
                 case .push(let settled):
                     for item in later { outbox.discard(item.id) }
+                    conflictBases[id] = nil
                     change = settled
                     key = "\(idempotencyKey).\(round)"
                 case .hold:
@@ -213,6 +216,8 @@ extension SyncedCollection {
             if let base { superseded.insert(base) }
             pushedDuringPull[id] = superseded
         }
+        // Later changes are rebased on the server's answer: an earlier base no longer is theirs.
+        conflictBases[id] = nil
         server[id] = record
         await saveServer(id)
     }

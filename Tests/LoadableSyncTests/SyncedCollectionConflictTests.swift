@@ -81,4 +81,25 @@ import Testing
         _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
         #expect(server.records["a"]?.title == "again")
     }
+
+    /// The first pull's conflict makes a change on the server's version; the second pull's
+    /// conflict must compare with that version, not with the one the app's edit was made on.
+    @Test func aSecondConflictSettlesOnTheBaseOfTheChangeTheFirstMade() async {
+        server.put(TaskRecord(id: "a", title: "A"))
+        let tasks = makeCollection(
+            server: server, cache: cache, conflicts: .fieldwise, activity: activity, clock: clock)
+        await pull(tasks)
+        activity.connectivity = .offline
+        tasks.update("a") { $0.title = "mine" }
+        server.put(TaskRecord(id: "a", title: "A", done: true))
+        await pull(tasks)
+        #expect(tasks.contents?[id: "a"] == TaskRecord(id: "a", title: "mine", done: true))
+        // The other side takes its change back: `done` is the server's again.
+        server.put(TaskRecord(id: "a", title: "A", done: false))
+        await pull(tasks)
+        #expect(tasks.contents?[id: "a"] == TaskRecord(id: "a", title: "mine", done: false))
+        activity.connectivity = .online
+        _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
+        #expect(server.records["a"] == TaskRecord(id: "a", title: "mine", done: false))
+    }
 }
