@@ -122,6 +122,20 @@ extension SyncedCollection {
             server[id] = nil
             return
         }
+        if items.count > 1, first.change.record == record?.record {
+            // The server has the first change as made: it was applied and its answer lost (before a
+            // relaunch, or a retry). The later changes go on on it, as after its answer.
+            server[id] = record
+            outbox.discard(first.id)
+            let applied: RecordChange<Record> =
+                record.map { .update($0.record, base: $0.version) } ?? .delete(id, base: "")
+            for item in items.dropFirst() {
+                var change = item.change
+                Self.rebase(&change, on: applied)
+                outbox.replaceChange(of: item.id, with: change)
+            }
+            return
+        }
         let base = conflictBase(of: id, version: first.change.base)
         let settlement = ConflictSettlement.settle(
             conflictPolicy, id: id, base: base, local: last.change.record, remote: record)
@@ -171,6 +185,13 @@ extension SyncedCollection {
                 showWithout(itemID, of: id)
                 return .appliedAs(.delete(id, base: ""))
             case .conflict(let record):
+                if let record, record.record == change.record {
+                    // The server has the change as sent: an earlier attempt was applied and its
+                    // answer lost (a server that ignores idempotency keys refuses the repeat).
+                    await keepPushed(id, record, base: change.base)
+                    showWithout(itemID, of: id)
+                    return .appliedAs(.update(record.record, base: record.version))
+                }
                 // The record as shown: the last of its changes (later ones made while this was sent).
                 let later = items(of: id).filter { $0.id != itemID && $0.state == .pending }
                 let local = later.last.map { $0.change.record } ?? change.record

@@ -713,6 +713,13 @@ extension SyncModelTests {
             subject: "a page made before the app's own push was applied does not take the record back",
             policy: .fieldwise,
             operations: [.write(device: 1, id: "a", .insert), .writeDuringPull(device: 1, id: "a", .insert)]),
+        KeptSequence(
+            subject: "a delete whose push failed, then an insert of the id: the delete meets the server's",
+            policy: .manual,
+            operations: [
+                .remoteWrite(id: "b", nil), .pull(device: 0), .serverOffline(true), .write(device: 0, id: "b", .delete),
+                .remoteDelete(id: "b"), .write(device: 0, id: "b", .insert),
+            ]),
     ]
 
     @Test("kept sequences match the model", arguments: keptSequences)
@@ -726,19 +733,12 @@ extension SyncModelTests {
     /// ``keptSequences`` and the model drops its `knownIssue`.
     nonisolated static let knownIssueSequences = [
         KeptSequence(
-            subject: "a delete whose push failed, then an insert of the id, against a delete on the server",
-            policy: .manual,
-            operations: [
-                .remoteWrite(id: "b", nil), .pull(device: 0), .serverOffline(true), .write(device: 0, id: "b", .delete),
-                .remoteDelete(id: "b"), .write(device: 0, id: "b", .insert),
-            ]),
-        KeptSequence(
             subject: "a page made before a push was applied removes the record the push created",
             policy: .merge,
             operations: [
                 .write(device: 0, id: "c", .insert), .pull(device: 0), .remoteDelete(id: "c"),
                 .writeDuringPull(device: 0, id: "c", .insert),
-            ]),
+            ])
     ]
 
     @Test("kept sequences of known bugs still meet them", arguments: knownIssueSequences)

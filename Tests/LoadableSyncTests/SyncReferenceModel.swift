@@ -68,8 +68,8 @@ struct SyncReferenceModel {
         var attempted = false
         /// Whether a later item follows the first (made after it was attempted).
         var hasLaterItem = false
-        /// Whether the first item deletes the record (when a later item follows it).
-        var firstDeletes = false
+        /// What the first item makes of the record (`nil`: deletes it), when a later item follows.
+        var first: Record?
         /// Whether a policy made it, settling a conflict of an earlier change.
         var isSettlement = false
         /// Held for the app.
@@ -222,7 +222,7 @@ struct SyncReferenceModel {
             return
         }
         if pending.conflict == nil, pending.attempted, !pending.hasLaterItem {
-            pending.firstDeletes = pending.local == nil
+            pending.first = pending.local
             pending.hasLaterItem = true
             note(.laterItem)
         }
@@ -256,6 +256,12 @@ struct SyncReferenceModel {
             }
             // Made on the version the server has (or on none, and the server has none): no conflict.
             if remote?.version == pending.base?.version { continue }
+            if pending.hasLaterItem, remote?.record == pending.first {
+                // The server has the first change as made (its answer was lost): the later ones go on
+                // on the server's record.
+                device.pending[id] = Pending(base: remote, local: pending.local)
+                continue
+            }
             note(.pullConflict)
             if pending.base == nil { note(.createMetRecord) }
             if pending.isSettlement { note(.conflictOfSettlement) }
@@ -309,9 +315,15 @@ struct SyncReferenceModel {
 
     /// Pushes device `index`'s pending change of `id`.
     private mutating func push(device index: Int, _ id: String) {
-        guard let pending = devices[index].pending[id] else { return }
+        guard var pending = devices[index].pending[id] else { return }
         let current = server[id]
         if pending.attempted { note(.pushedAfterFailure) }
+        if pending.hasLaterItem, current?.record == pending.first {
+            // The server has the first change as made (applied, or deleted already): the later ones
+            // go on on the server's record.
+            devices[index].known[id] = current
+            pending = Pending(base: current, local: pending.local)
+        }
         if current?.version == pending.base?.version {
             store(id, pending.local)
             devices[index].known[id] = server[id]
@@ -323,15 +335,6 @@ struct SyncReferenceModel {
         if pending.base == nil { note(.createMetRecord) }
         if pending.isSettlement { note(.conflictOfSettlement) }
         let decision = settle(base: pending.base?.record, local: pending.local, remote: current?.record)
-        if pending.hasLaterItem, pending.firstDeletes, pending.base != nil, current == nil, let local = pending.local,
-            decision != .push(local)
-        {
-            knownIssue =
-                "a delete whose push failed, then an insert of the same id, while the server deleted the record: "
-                + "the delete is answered `.deleted` (the record was already gone) and the insert, rebased as a "
-                + "create, brings the record back whatever the policy (here \(policy), which decides \(decision)); "
-                + "without the failed push the two are one change, which the policy settles"
-        }
         switch decision {
         case .acceptServer:
             devices[index].pending[id] = nil

@@ -102,4 +102,54 @@ import Testing
         _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
         #expect(server.records["a"] == TaskRecord(id: "a", title: "mine", done: false))
     }
+
+    /// The push of "first" reached the server but its answer was lost; "second" was made before it
+    /// was sent again, and a pull brings "first" back: the app's own change, no conflict.
+    @Test(arguments: ["serverWins", "manual"])
+    func aPullOfTheAppsOwnChangeWhoseAnswerWasLostIsNoConflictWithTheChangesAfterIt(_ policy: String) async {
+        server.put(TaskRecord(id: "a", title: "A"))
+        let tasks = makeCollection(
+            server: server, cache: cache, conflicts: policy == "manual" ? .manual : .serverWins, activity: activity,
+            clock: clock)
+        await pull(tasks)
+        server.answersToLose = 1
+        tasks.update("a") { $0.title = "first" }
+        _ = await settle { server.pushCount == 1 && !tasks.status.isPushing }
+        #expect(server.records["a"]?.title == "first")
+        activity.connectivity = .offline
+        tasks.update("a") { $0.note = "second" }
+        await pull(tasks)
+        #expect(tasks.conflicts.isEmpty)
+        #expect(tasks.contents?[id: "a"] == TaskRecord(id: "a", title: "first", note: "second"))
+        activity.connectivity = .online
+        _ = await settle { !tasks.status.isPushing && tasks.status.pendingCount == 0 }
+        #expect(server.records["a"] == TaskRecord(id: "a", title: "first", note: "second"))
+        #expect(server.applications.values.allSatisfy { $0 == 1 })
+    }
+
+    /// The same with a server that ignores idempotency keys (as Kinto does): "first" sent again
+    /// meets itself as a conflict, which is its own change applied.
+    @Test(arguments: ["serverWins", "fieldwise", "manual"])
+    func aChangeSentAgainThatMeetsItselfOnAServerWithoutIdempotencyKeysIsApplied(_ policy: String) async {
+        let conflicts: ConflictPolicy<TaskRecord> =
+            switch policy {
+            case "serverWins": .serverWins
+            case "fieldwise": .fieldwise
+            default: .manual
+            }
+        server.ignoresIdempotencyKeys = true
+        server.put(TaskRecord(id: "a", title: "A"))
+        let tasks = makeCollection(server: server, cache: cache, conflicts: conflicts, activity: activity, clock: clock)
+        await pull(tasks)
+        server.answersToLose = 1
+        tasks.update("a") { $0.title = "first" }
+        _ = await settle { server.pushCount == 1 && !tasks.status.isPushing }
+        tasks.update("a") { $0.note = "second" }
+        // The retry waits on the clock.
+        _ = await settle { clock.pendingSleepCount == 1 }
+        await clock.advance(by: .seconds(10))
+        #expect(tasks.conflicts.isEmpty)
+        #expect(server.records["a"] == TaskRecord(id: "a", title: "first", note: "second"))
+        #expect(tasks.contents?[id: "a"] == TaskRecord(id: "a", title: "first", note: "second"))
+    }
 }

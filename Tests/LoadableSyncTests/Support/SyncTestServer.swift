@@ -31,6 +31,11 @@ where Record.ID: Codable & Sendable & Comparable {
         /// Whether the pages after a full pull's first carry a page cursor that never expires (a
         /// real server's page token), instead of a delta cursor.
         var continuesFullPulls = false
+        /// Whether a push sent again with its key goes through the preconditions again instead of
+        /// getting the first answer (Kinto: a repeated create or edit is a `412`).
+        var ignoresIdempotencyKeys = false
+        /// The keys of creates applied again (keys ignored, the record deleted meanwhile).
+        var repeatedCreates: Set<String> = []
         var holdsPulls = false
         var heldPulls: [CheckedContinuation<Void, Never>] = []
     }
@@ -100,7 +105,8 @@ where Record.ID: Codable & Sendable & Comparable {
     var heldPushCount: Int { state.withLock { $0.heldPushes.count } }
     var pullCount: Int { state.withLock { $0.pullCount } }
     var pushCount: Int { state.withLock { $0.pushCount } }
-    /// How many times a change was applied, for each idempotency key (exactly once: each 1).
+    /// How many times a change was applied (changed the server), for each idempotency key (exactly
+    /// once: each 1).
     var applications: [String: Int] { state.withLock { $0.applications } }
     var losesAnswers: Bool {
         get { state.withLock { $0.losesAnswers } }
@@ -111,6 +117,14 @@ where Record.ID: Codable & Sendable & Comparable {
     var answersToLose: Int {
         get { state.withLock { $0.answersToLose } }
         set { state.withLock { $0.answersToLose = newValue } }
+    }
+    /// The keys of creates applied again: with keys ignored, a create sent again after its record
+    /// was deleted creates it again, as a server without idempotency keys does.
+    var repeatedCreates: Set<String> { state.withLock { $0.repeatedCreates } }
+    /// Whether a push sent again with its key goes through the preconditions again (Kinto).
+    var ignoresIdempotencyKeys: Bool {
+        get { state.withLock { $0.ignoresIdempotencyKeys } }
+        set { state.withLock { $0.ignoresIdempotencyKeys = newValue } }
     }
     /// Whether a full pull's later pages never expire (their cursor is a page token, `full:<n>`).
     var continuesFullPulls: Bool {
@@ -202,11 +216,18 @@ where Record.ID: Codable & Sendable & Comparable {
         }
         return try state.withLock { state in
             if state.isOffline { throw URLError(.notConnectedToInternet) }
-            if let answer = state.answers[idempotencyKey] { return answer }
+            if !state.ignoresIdempotencyKeys, let answer = state.answers[idempotencyKey] { return answer }
+            let sequence = state.sequence
             let result = Self.apply(change, to: &state)
             if case .conflict = result {
-            } else {
+            } else if !state.ignoresIdempotencyKeys {
                 state.answers[idempotencyKey] = result
+            }
+            // A delete of a record already gone changes nothing.
+            if state.sequence != sequence {
+                if case .create = change, state.applications[idempotencyKey] != nil {
+                    state.repeatedCreates.insert(idempotencyKey)
+                }
                 state.applications[idempotencyKey, default: 0] += 1
             }
             if state.losesAnswers { throw URLError(.networkConnectionLost) }
