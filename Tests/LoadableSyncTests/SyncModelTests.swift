@@ -22,6 +22,16 @@ struct SyncModelTests {
     typealias Model = SyncReferenceModel
     typealias Record = TaskRecord
 
+    /// What a seed draws besides its steps.
+    struct Configuration: Sendable, CustomStringConvertible {
+        var policy: Model.Policy
+        /// Whether the server ignores idempotency keys (as Kinto does): a push sent again meets
+        /// its own change as a conflict.
+        var ignoresIdempotencyKeys = false
+
+        var description: String { "\(policy)" + (ignoresIdempotencyKeys ? ", keys ignored" : "") }
+    }
+
     /// The records' ids: few, so that the devices and the third party meet.
     static let ids = ["a", "b", "c"]
 
@@ -79,6 +89,9 @@ struct SyncModelTests {
         /// A write whose push the server applies but whose answer is lost, then a relaunch before
         /// the push is retried.
         case relaunchAfterLostAnswer(device: Int, id: String, Write)
+        /// A write whose push the server applies but whose answer is lost, then the device goes
+        /// offline before the push is retried.
+        case offlineAfterLostAnswer(device: Int, id: String, Write)
         case pull(device: Int)
         /// A third party writes record `id`: a new one, or the server's with one field changed.
         case remoteWrite(id: String, Field?)
@@ -100,6 +113,8 @@ struct SyncModelTests {
             case .writeDuringPush(let device, let id, let write, let then):
                 "\(write)(\(device), \(id)) then \(then) during its push"
             case .writeDuringPull(let device, let id, let write): "\(write)(\(device), \(id)) pushed during a pull"
+            case .offlineAfterLostAnswer(let device, let id, let write):
+                "\(write)(\(device), \(id)), its answer lost, offline"
             case .relaunchAfterLostAnswer(let device, let id, let write):
                 "\(write)(\(device), \(id)), its answer lost, relaunch"
             case .pull(let device): "pull(\(device))"
@@ -156,9 +171,10 @@ struct SyncModelTests {
         /// Makes the values of new records and edits, in order.
         var values = 0
 
-        init(policy: Model.Policy) {
-            self.policy = policy
+        init(configuration: Configuration) {
+            policy = configuration.policy
             server.continuesFullPulls = true
+            server.ignoresIdempotencyKeys = configuration.ignoresIdempotencyKeys
             devices = [Device(server: server, policy: policy), Device(server: server, policy: policy)]
         }
 
@@ -203,11 +219,23 @@ struct SyncModelTests {
         /// Waits until the server holds a push of device `index`, moving its clock past a retry
         /// deadline its scope may keep from an earlier launch; returns whether it does.
         func waitForHeldPush(device index: Int) async -> Bool {
-            for _ in 0..<4 {
-                if await settle(rounds: 200, until: { self.server.heldPushCount == 1 }) { return true }
-                await devices[index].clock.advance(by: .seconds(10))
+            await waitFor(device: index) { self.server.heldPushCount == 1 }
+        }
+
+        /// Waits until the server received a push after `count` (device `index`'s), moving its
+        /// clock as ``waitForHeldPush(device:)`` does; returns whether it did.
+        func waitForPush(device index: Int, since count: Int) async -> Bool {
+            await waitFor(device: index) { self.server.pushCount > count }
+        }
+
+        /// Steps of half a second, shorter than the first retry's delay: a push that fails on the
+        /// way is not retried before the condition is seen.
+        private func waitFor(device index: Int, _ condition: @MainActor () -> Bool) async -> Bool {
+            for _ in 0..<20 {
+                if await settle(rounds: 100, until: condition) { return true }
+                await devices[index].clock.advance(by: .milliseconds(500))
             }
-            return server.heldPushCount == 1
+            return await settle(rounds: 100, until: condition)
         }
 
         /// Drops device `index`'s collection, waits until it is released, makes a new one on the same
@@ -278,9 +306,11 @@ struct SyncModelTests {
         case 0..<26: return .write(device: device, id: id, randomWrite(&random))
         case 26..<28: return .writeDuringPush(device: device, id: id, randomWrite(&random), then: randomWrite(&random))
         case 28..<32:
-            return random.next() % 2 == 0
-                ? .writeDuringPull(device: device, id: id, randomWrite(&random))
-                : .relaunchAfterLostAnswer(device: device, id: id, randomWrite(&random))
+            return switch random.next() % 3 {
+            case 0: .writeDuringPull(device: device, id: id, randomWrite(&random))
+            case 1: .relaunchAfterLostAnswer(device: device, id: id, randomWrite(&random))
+            default: .offlineAfterLostAnswer(device: device, id: id, randomWrite(&random))
+            }
         case 32..<52: return .pull(device: device)
         case 52..<64: return .remoteWrite(id: id, random.next() % 4 == 0 ? nil : field)
         case 64..<67: return .remoteDelete(id: id)
@@ -348,16 +378,18 @@ struct SyncModelTests {
     /// which it records (once per test) as a known issue. `trace` is told each step and the server
     /// after it.
     static func mismatch(
-        in operations: [Operation], policy: Model.Policy, tally: Tally? = nil, trace: ((String) -> Void)? = nil
+        in operations: [Operation], configuration: Configuration, tally: Tally? = nil,
+        trace: ((String) -> Void)? = nil
     ) async -> String? {
-        let (failure, knownIssue) = await run(operations, policy: policy, tally: tally, trace: trace)
+        let (failure, knownIssue) = await run(operations, configuration: configuration, tally: tally, trace: trace)
         guard let failure, let knownIssue else { return failure }
         if let tally, !tally.knownIssueRecorded {
             tally.knownIssueRecorded = true
             let shortest = await shrink(operations) { operations in
-                await run(operations, policy: policy, tally: nil, trace: nil).knownIssue != nil
+                await run(operations, configuration: configuration, tally: nil, trace: nil).knownIssue != nil
             }
-            let shortestFailure = await run(shortest, policy: policy, tally: nil, trace: nil).failure ?? "?"
+            let shortestFailure =
+                await run(shortest, configuration: configuration, tally: nil, trace: nil).failure ?? "?"
             withKnownIssue(Comment(rawValue: knownIssue)) {
                 Issue.record("\(failure)\nshortest sequence: \(shortest)\nits failure: \(shortestFailure)")
             }
@@ -368,11 +400,12 @@ struct SyncModelTests {
     /// Runs `operations` and then the settling steps; returns the first difference, and the known
     /// bug met on the way, if any.
     static func run(
-        _ operations: [Operation], policy: Model.Policy, tally: Tally?, trace: ((String) -> Void)?
+        _ operations: [Operation], configuration: Configuration, tally: Tally?, trace: ((String) -> Void)?
     ) async -> (failure: String?, knownIssue: String?) {
-        var model = Model(policy: policy)
+        var model = Model(
+            policy: configuration.policy, ignoresIdempotencyKeys: configuration.ignoresIdempotencyKeys)
         defer { tally?.reached.merge(model.reached, uniquingKeysWith: +) }
-        let subject = Subject(policy: policy)
+        let subject = Subject(configuration: configuration)
         var lastWrites: [String: LastWrite] = [:]
         let steps = operations.map { (operation: $0, settling: false) } + settling.map { ($0, true) }
         for (step, (operation, isSettling)) in steps.enumerated() {
@@ -456,14 +489,22 @@ struct SyncModelTests {
             guard await settle(until: { !collection.status.isPushing }) else { return "the push never ended" }
             server.releasePulls()
             guard await settle(until: { collection.loadableState != .syncing }) else { return "the pull never ended" }
-        case .relaunchAfterLostAnswer(let index, let id, let write):
-            subject.server.answersToLose = 1
-            perform(write, of: id, on: index, subject: subject, model: &model, lastWrites: &lastWrites)
-            if model.canPush(device: index), model.hasChangeToPush(device: index, id) {
-                model.note(.answerLostAtRelaunch)
+        case .offlineAfterLostAnswer(let index, let id, let write):
+            if let failure = await writeLosingItsAnswer(
+                write, of: id, on: index, noting: .answerLostOffline, subject: subject, model: &model,
+                lastWrites: &lastWrites)
+            {
+                return failure
             }
-            await subject.quiet(device: index, pushes: false)
-            subject.server.answersToLose = 0
+            model.devices[index].isOffline = true
+            subject.devices[index].activity.connectivity = .offline
+        case .relaunchAfterLostAnswer(let index, let id, let write):
+            if let failure = await writeLosingItsAnswer(
+                write, of: id, on: index, noting: .answerLostAtRelaunch, subject: subject, model: &model,
+                lastWrites: &lastWrites)
+            {
+                return failure
+            }
             model.relaunch(device: index)
             if let failure = await subject.relaunch(index) { return failure }
         case .pull(let index):
@@ -526,6 +567,29 @@ struct SyncModelTests {
         record = changing(record, field, value: value)
     }
 
+    /// Performs a local write on both, whose push the server applies (unless it conflicts) and
+    /// whose answer it loses; returns once the push was tried. Describes what went wrong.
+    static func writeLosingItsAnswer(
+        _ write: Write, of id: String, on index: Int, noting reached: Model.Reached, subject: Subject,
+        model: inout Model, lastWrites: inout [String: LastWrite]
+    ) async -> String? {
+        let server = subject.server
+        let pushes = server.pushCount
+        server.answersToLose = 1
+        defer { server.answersToLose = 0 }
+        perform(write, of: id, on: index, subject: subject, model: &model, lastWrites: &lastWrites)
+        if model.canPush(device: index), model.hasChangeToPush(device: index, id) {
+            guard await subject.waitForPush(device: index, since: pushes) else { return "the push never began" }
+            model.note(reached)
+            model.pushLosingItsAnswer(device: index, id)
+        } else if !model.devices[index].isOffline {
+            // The server is down: the push was tried.
+            model.markAttempted(device: index)
+        }
+        await subject.quiet(device: index, pushes: false)
+        return nil
+    }
+
     /// Performs a local write on both.
     static func perform(
         _ write: Write, of id: String, on index: Int, subject: Subject, model: inout Model,
@@ -563,7 +627,10 @@ struct SyncModelTests {
         if serverRecords != expectedServer {
             return "the server has \(brief(serverRecords)), the model \(brief(expectedServer))"
         }
-        if let (key, count) = subject.server.applications.first(where: { $0.value > 1 }) {
+        // A server that ignores keys creates a record sent again after it was deleted: the one
+        // repeat its preconditions allow.
+        let repeats = subject.server.repeatedCreates
+        if let (key, count) = subject.server.applications.first(where: { $0.value > 1 && !repeats.contains($0.key) }) {
             return "the change of key \(key) was applied \(count) times"
         }
         for (index, device) in subject.devices.enumerated() {
@@ -643,14 +710,15 @@ struct SyncModelTests {
             count: Self.seeds, baseSeed: baseSeed,
             scenario: { seed in
                 var random = SeededRandomNumberGenerator(seed: seed)
-                return (policy, Self.randomOperations(&random, count: 50))
+                let configuration = Configuration(policy: policy, ignoresIdempotencyKeys: random.next() % 3 == 0)
+                return (configuration, Self.randomOperations(&random, count: 50))
             },
-            mismatch: { policy, operations in
-                await Self.mismatch(in: operations, policy: policy, tally: tally)
+            mismatch: { configuration, operations in
+                await Self.mismatch(in: operations, configuration: configuration, tally: tally)
             },
-            explain: { policy, operations in
+            explain: { configuration, operations in
                 await explanationTracingSteps { trace in
-                    await Self.mismatch(in: operations, policy: policy, trace: trace)
+                    await Self.mismatch(in: operations, configuration: configuration, trace: trace)
                 }
             })
         guard matched, !StressScale.isThreadSanitizerActive else { return }
@@ -664,8 +732,14 @@ extension SyncModelTests {
     /// A sequence kept: one that found a bug (as it was shrunk), or a case random ones seldom reach.
     struct KeptSequence: Sendable, CustomTestStringConvertible {
         let subject: String
-        let policy: Model.Policy
+        let configuration: Configuration
         let operations: [Operation]
+
+        init(subject: String, policy: Model.Policy, ignoresIdempotencyKeys: Bool = false, operations: [Operation]) {
+            self.subject = subject
+            configuration = Configuration(policy: policy, ignoresIdempotencyKeys: ignoresIdempotencyKeys)
+            self.operations = operations
+        }
 
         var testDescription: String { subject }
     }
@@ -714,6 +788,17 @@ extension SyncModelTests {
             policy: .fieldwise,
             operations: [.write(device: 1, id: "a", .insert), .writeDuringPull(device: 1, id: "a", .insert)]),
         KeptSequence(
+            subject: "a pull of the app's own change whose answer was lost is no conflict with a later change",
+            policy: .serverWins,
+            operations: [
+                .offlineAfterLostAnswer(device: 1, id: "b", .insert), .write(device: 1, id: "b", .delete),
+                .pull(device: 1),
+            ]),
+        KeptSequence(
+            subject: "a change sent again that meets itself (keys ignored) is applied, and a later change follows",
+            policy: .fieldwise, ignoresIdempotencyKeys: true,
+            operations: [.loseAnswers(3), .writeDuringPush(device: 1, id: "c", .insert, then: .update(.title))]),
+        KeptSequence(
             subject: "a delete whose push failed, then an insert of the id: the delete meets the server's",
             policy: .manual,
             operations: [
@@ -724,7 +809,7 @@ extension SyncModelTests {
 
     @Test("kept sequences match the model", arguments: keptSequences)
     func keptSequence(_ kept: KeptSequence) async {
-        let failure = await Self.mismatch(in: kept.operations, policy: kept.policy)
+        let failure = await Self.mismatch(in: kept.operations, configuration: kept.configuration)
         #expect(failure == nil, "\(failure ?? "")")
     }
 
@@ -743,7 +828,8 @@ extension SyncModelTests {
 
     @Test("kept sequences of known bugs still meet them", arguments: knownIssueSequences)
     func knownIssueSequence(_ kept: KeptSequence) async {
-        let (failure, knownIssue) = await Self.run(kept.operations, policy: kept.policy, tally: nil, trace: nil)
+        let (failure, knownIssue) = await Self.run(
+            kept.operations, configuration: kept.configuration, tally: nil, trace: nil)
         #expect(knownIssue != nil || failure == nil, "a difference without a known bug: \(failure ?? "")")
         withKnownIssue(Comment(rawValue: knownIssue ?? kept.subject)) {
             #expect(failure == nil, "\(failure ?? "")")

@@ -72,6 +72,11 @@ struct SyncReferenceModel {
         var first: Record?
         /// Whether a policy made it, settling a conflict of an earlier change.
         var isSettlement = false
+        /// Whether the server applied the first item but its answer was lost: the device sends it
+        /// again (and gets the first answer), or hears of it on a pull.
+        var answerLost = false
+        /// What the server made of the first item (`nil`: deleted), when its answer was lost.
+        var applied: Versioned?
         /// Held for the app.
         var conflict: Conflict?
     }
@@ -119,7 +124,7 @@ struct SyncReferenceModel {
     enum Reached: String, CaseIterable, Comparable {
         case pullConflict, pushConflict, held, resolved, insertCancelled, laterItem, pushedAfterFailure,
             createMetRecord, relaunchWithPending, conflictOfSettlement, pushedDuringPull, writtenDuringPush,
-            answerLostAtRelaunch
+            answerLostAtRelaunch, answerLostOffline
 
         static func < (lhs: Reached, rhs: Reached) -> Bool { lhs.rawValue < rhs.rawValue }
     }
@@ -129,14 +134,17 @@ struct SyncReferenceModel {
     var knownIssue: String?
 
     let policy: Policy
+    /// Whether the server ignores idempotency keys: a change sent again meets the preconditions.
+    let ignoresIdempotencyKeys: Bool
     private(set) var reached: [Reached: Int] = [:]
     var server: [String: Versioned] = [:]
     var isServerOffline = false
     var devices = [Device(), Device()]
     private var nextVersion = 0
 
-    init(policy: Policy) {
+    init(policy: Policy, ignoresIdempotencyKeys: Bool = false) {
         self.policy = policy
+        self.ignoresIdempotencyKeys = ignoresIdempotencyKeys
     }
 
     /// Counts a case the test reached.
@@ -313,9 +321,32 @@ struct SyncReferenceModel {
         }
     }
 
+    /// Pushes device `index`'s pending change of `id`, with the answer lost: the server applies it
+    /// (unless it conflicts), the device does not know.
+    mutating func pushLosingItsAnswer(device index: Int, _ id: String) {
+        guard var pending = devices[index].pending[id], pending.conflict == nil, !pending.answerLost else { return }
+        pending.attempted = true
+        if server[id]?.version == pending.base?.version {
+            store(id, pending.local)
+            pending.answerLost = true
+            pending.applied = server[id]
+        }
+        devices[index].pending[id] = pending
+    }
+
     /// Pushes device `index`'s pending change of `id`.
     private mutating func push(device index: Int, _ id: String) {
         guard var pending = devices[index].pending[id] else { return }
+        if pending.answerLost, !ignoresIdempotencyKeys {
+            // Sent again: the server gives the first answer, and the later changes go on on it.
+            devices[index].known[id] = pending.applied
+            guard pending.local != pending.applied?.record else {
+                devices[index].pending[id] = nil
+                return
+            }
+            pending = Pending(base: pending.applied, local: pending.local)
+            devices[index].pending[id] = pending
+        }
         let current = server[id]
         if pending.attempted { note(.pushedAfterFailure) }
         if pending.hasLaterItem, current?.record == pending.first {
