@@ -137,12 +137,6 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         weakSelf = self
         outbox.onError = { [weak self] in self?.report($0) }
         outbox.itemsDidChange = { [weak self] in self?.scheduleRefresh() }
-        let outbox = outbox
-        Task { [weak self] in
-            await outbox.restored()
-            self?.refreshPending()
-            self?.knowsEveryItem = true
-        }
         startRestore()
     }
 
@@ -449,6 +443,8 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         for item in items where now.insert(item.change.id).inserted { ids.append(item.change.id) }
         for id in idsWithItems where !now.contains(id) { ids.append(id) }
         idsWithItems = now
+        // Once the outbox's restore ended, its items are all here: later ones are this collection's.
+        if !outbox.isRestoring { knowsEveryItem = true }
         for id in conflictBases.keys where !now.contains(id) { conflictBases[id] = nil }
         refresh(ids, items: items)
     }

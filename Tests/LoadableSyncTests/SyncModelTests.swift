@@ -768,6 +768,10 @@ extension SyncModelTests {
                 .write(device: 0, id: "a", .insert), .remoteDelete(id: "a"), .pull(device: 0),
             ]),
         KeptSequence(
+            subject: "a collection dropped before its outbox restored is made again on its key",
+            policy: .serverWins,
+            operations: [.relaunch(device: 1), .write(device: 1, id: "a", .insert), .relaunch(device: 1)]),
+        KeptSequence(
             subject: "a second pull conflict settles on the base of the change the first one made",
             policy: .fieldwise,
             operations: [

@@ -484,6 +484,10 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         await withCheckedContinuation { restoreWaiters.append($0) }
     }
 
+    /// Whether the items of earlier launches are still being read (``restored()`` waits for them):
+    /// for a synced collection, which tells its own items apart from restored ones once it is not.
+    package var isRestoring: Bool { machine.isRestoring }
+
     /// Holds the pending, failed or conflicted item `id` as a conflict with `remote` (the server's side):
     /// for a synced collection, which finds conflicts on pulls too. The item keeps its place and
     /// its layer, is saved, and is not sent until ``retry(_:)`` or ``resolve(_:with:)``. Does
