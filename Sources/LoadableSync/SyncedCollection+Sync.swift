@@ -261,7 +261,7 @@ extension SyncedCollection {
         let cache = cache
         let key = key
         let savedAt = now()
-        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) { [weak self] in
             var failure: (any Error)?
             do {
                 let data = try JSONEncoder().encode(page)
@@ -287,7 +287,7 @@ extension SyncedCollection {
         let cache = cache
         let key = key
         let savedAt = now()
-        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) { [weak self] in
             let restore = await SyncJournal.restore(Record.self, from: cache, key: key)
             let errors = restore.errors
             if !errors.isEmpty {
@@ -318,7 +318,7 @@ extension SyncedCollection {
     func startRestore() {
         let cache = cache
         let key = key
-        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) { [weak self] in
             let restore = await SyncJournal.restore(Record.self, from: cache, key: key)
             return { [weak self] in self?.restoreDidFinish(restore) }
         }

@@ -264,7 +264,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         journalPageRecords = 0
         let cache = cache
         let key = key
-        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) {
+        CacheQueue.enqueue(in: cache, key: SyncJournal.snapshotKey(key)) { [weak self] in
             var errors: [any Error] = []
             await SyncJournal.removeAll(from: cache, key: key, errors: &errors)
             guard !errors.isEmpty else { return nil }
