@@ -2,7 +2,6 @@ import Foundation
 import LoadableSync
 import LoadableTestSupport
 import LoadableTesting
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -157,7 +156,7 @@ struct SyncCrashTests {
             var isHolding = false
         }
 
-        private let state = Mutex(State())
+        private let state = Locked(State())
 
         /// Pages made and pushes answered by the server.
         var operations: Int { state.withLock { $0.operations } }
