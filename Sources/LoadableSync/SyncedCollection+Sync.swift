@@ -17,6 +17,8 @@ extension SyncedCollection {
         var since = cursor
         var isFullPull = since == nil
         var seen: Set<Record.ID> = []
+        var repeats = 0
+        tombstoneSkippedDuringPull = false
         do {
             while true {
                 try Task.checkCancellation()
@@ -44,7 +46,17 @@ extension SyncedCollection {
                     cursor: isFullPull && !isLast ? nil : page.cursor, replacesCursor: isFullPull && isLast,
                     syncedAt: isLast ? now() : nil)
                 since = page.cursor
-                if isLast { break }
+                guard isLast else { continue }
+                // A tombstone of a record a push of this pull's time wrote may be older than the
+                // push: the cursor stayed, and the pull goes again from it, now that the pushes
+                // answered (at most three times).
+                guard tombstoneSkippedDuringPull, repeats < 3 else { break }
+                repeats += 1
+                tombstoneSkippedDuringPull = false
+                pushedDuringPull.removeAll()
+                since = cursor
+                isFullPull = since == nil
+                seen.removeAll()
             }
             pushedDuringPull.removeAll()
             modifyContents { contents in
@@ -78,10 +90,18 @@ extension SyncedCollection {
             receive(id, record, shown: &shown)
         }
         for id in deleted {
+            if pushedDuringPull[id] != nil {
+                tombstoneSkippedDuringPull = true
+                continue
+            }
             guard server[id] != nil || idsWithItems.contains(id) else { continue }
             gone.append(id)
             receive(id, nil, shown: &shown)
         }
+        // After a skipped tombstone the cursor stays, so that the pull (or, after a crash, the
+        // next one) goes again over it.
+        let newCursor = tombstoneSkippedDuringPull ? nil : newCursor
+        let replacesCursor = replacesCursor && !tombstoneSkippedDuringPull
         if newCursor != nil || replacesCursor { cursor = newCursor }
         if let syncedAt {
             storedHasSynced = true

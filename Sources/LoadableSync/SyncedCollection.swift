@@ -87,6 +87,9 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     /// The base versions of pushes answered while the pull runs, by record: a page fetched before
     /// the answer may bring them, and must not take the record back.
     var pushedDuringPull: [Record.ID: Set<String>] = [:]
+    /// Whether a page of this pull brought the tombstone of a record a push of the pull's time
+    /// wrote: the pull then goes again.
+    var tombstoneSkippedDuringPull = false
 
     // Persistence.
     var isRestoringRecords = true

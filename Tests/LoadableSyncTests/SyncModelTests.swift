@@ -471,15 +471,8 @@ struct SyncModelTests {
             perform(write, of: id, on: index, subject: subject, model: &model, lastWrites: &lastWrites)
             let pushed = pushes && model.hasChangeToPush(device: index, id)
             if pushed { model.note(.pushedDuringPull) }
-            let absentFromPage = model.server[id] == nil
             model.pull(device: index)
             model.settlePushes()
-            if pushed, absentFromPage, model.server[id] != nil {
-                model.knownIssue =
-                    "a page made before a push was applied, and applied after its answer, removes the record the "
-                    + "push created (its tombstone of the record's earlier delete is not checked against the "
-                    + "push): the record is missing until the next pull"
-            }
             collection.sync()
             guard await settle(until: { server.heldPullCount == 1 }) else { return "the pull was not held" }
             if pushed {
@@ -685,7 +678,7 @@ struct SyncModelTests {
 
     // MARK: - The tests
 
-    /// Sequences per policy: `SYNC_MODEL_SEEDS`, or 40.
+    /// Sequences per policy: `SYNC_MODEL_SEEDS`, or 60.
     static let seeds: Int = {
         let variable = ProcessInfo.processInfo.environment["SYNC_MODEL_SEEDS"]
         return StressScale.rounds(variable.flatMap { Int($0) } ?? 60)
@@ -809,6 +802,14 @@ extension SyncModelTests {
                 .remoteWrite(id: "b", nil), .pull(device: 0), .serverOffline(true), .write(device: 0, id: "b", .delete),
                 .remoteDelete(id: "b"), .write(device: 0, id: "b", .insert),
             ]),
+        // Was a known bug: a page made before a push was applied removed the record the push created.
+        KeptSequence(
+            subject: "a page made before a push was applied removes the record the push created",
+            policy: .merge,
+            operations: [
+                .write(device: 0, id: "c", .insert), .pull(device: 0), .remoteDelete(id: "c"),
+                .writeDuringPull(device: 0, id: "c", .insert),
+            ]),
     ]
 
     @Test("kept sequences match the model", arguments: keptSequences)
@@ -817,26 +818,6 @@ extension SyncModelTests {
         #expect(failure == nil, "\(failure ?? "")")
     }
 
-    /// Sequences that meet a known bug of the collection (``SyncReferenceModel/knownIssue``): once
-    /// it is fixed, this test fails (no issue is recorded); the sequence then moves to
-    /// ``keptSequences`` and the model drops its `knownIssue`.
-    nonisolated static let knownIssueSequences = [
-        KeptSequence(
-            subject: "a page made before a push was applied removes the record the push created",
-            policy: .merge,
-            operations: [
-                .write(device: 0, id: "c", .insert), .pull(device: 0), .remoteDelete(id: "c"),
-                .writeDuringPull(device: 0, id: "c", .insert),
-            ])
-    ]
-
-    @Test("kept sequences of known bugs still meet them", arguments: knownIssueSequences)
-    func knownIssueSequence(_ kept: KeptSequence) async {
-        let (failure, knownIssue) = await Self.run(
-            kept.operations, configuration: kept.configuration, tally: nil, trace: nil)
-        #expect(knownIssue != nil || failure == nil, "a difference without a known bug: \(failure ?? "")")
-        withKnownIssue(Comment(rawValue: knownIssue ?? kept.subject)) {
-            #expect(failure == nil, "\(failure ?? "")")
-        }
-    }
+    // Sequences that met a known bug of the collection (``SyncReferenceModel/knownIssue``) were
+    // kept here with `withKnownIssue`; none is left: each moved to ``keptSequences`` once fixed.
 }
