@@ -144,54 +144,68 @@ struct SyncCrashTests {
     // MARK: - The child
 
     /// What a killed child did so far, shared with its killing thread and the server's calls.
+    /// The killing thread waits on a condition, not spinning: a spinning thread would take a
+    /// processor from the child (and the machine may have two).
     final class Progress: Sendable {
-        private struct State {
+        struct State {
             var operations = 0
             var pushes = 0
             var saved = 0
             var pairs = 0
             /// The record whose next push is held back once applied (a pair's first write).
             var holds: String?
-            /// Whether a push is held back now.
-            var isHolding = false
+            /// The held push, waiting for ``release()``.
+            var held: CheckedContinuation<Void, Never>?
         }
 
         private let state = Locked(State())
+        private let changed = NSCondition()
 
-        /// Pages made and pushes answered by the server.
-        var operations: Int { state.withLock { $0.operations } }
-        /// Pushes answered by the server.
-        var pushes: Int { state.withLock { $0.pushes } }
-        /// Writes reported saved.
-        var saved: Int { state.withLock { $0.saved } }
-        /// Pairs whose second write was reported saved.
-        var pairs: Int { state.withLock { $0.pairs } }
+        /// Changes the state, and wakes the killing thread.
+        private func change<Result>(_ body: (inout State) -> Result) -> Result {
+            let result = state.withLock(body)
+            changed.lock()
+            changed.broadcast()
+            changed.unlock()
+            return result
+        }
+
+        /// Blocks the calling thread until `condition` holds.
+        func wait(until condition: (State) -> Bool) {
+            changed.lock()
+            while !state.withLock({ condition($0) }) { changed.wait() }
+            changed.unlock()
+        }
+
         /// Whether the server holds back the answer of a push of the record ``hold(_:)`` named.
-        var isHolding: Bool { state.withLock { $0.isHolding } }
+        var isHolding: Bool { state.withLock { $0.held != nil } }
 
-        /// Counts `operation` (on the server's caller's thread); holds a push of the record named
-        /// by ``hold(_:)`` back until ``release()``.
-        func operate(_ operation: SyncFileServer.Operation) {
-            let holds = state.withLock { state -> Bool in
+        /// Counts `operation`; holds a push of the record named by ``hold(_:)`` back until
+        /// ``release()``.
+        func operate(_ operation: SyncFileServer.Operation) async {
+            let holds = change { state -> Bool in
                 state.operations += 1
                 guard case .push(let id) = operation else { return false }
                 state.pushes += 1
                 guard state.holds == id else { return false }
                 state.holds = nil
-                state.isHolding = true
                 return true
             }
             guard holds else { return }
-            while isHolding { sched_yield() }
+            await withCheckedContinuation { continuation in
+                change { $0.held = continuation }
+            }
         }
 
-        func save() { state.withLock { $0.saved += 1 } }
-        func hold(_ id: String) { state.withLock { $0.holds = id } }
+        func save() { change { $0.saved += 1 } }
+        func hold(_ id: String) { change { $0.holds = id } }
         func release() {
-            state.withLock {
-                $0.isHolding = false
-                $0.pairs += 1
+            let held = change { state -> CheckedContinuation<Void, Never>? in
+                state.pairs += 1
+                defer { state.held = nil }
+                return state.held
             }
+            held?.resume()
         }
     }
 
@@ -238,23 +252,23 @@ struct SyncCrashTests {
         /// Waits for the moment, on the killing thread. A moment the child never reaches does not
         /// matter: the child kills itself at the end of its plan.
         func wait(progress: Progress) {
-            func spin(_ count: Int) {
-                for _ in 0..<count { sched_yield() }
-            }
+            let spins: Int
             switch self {
-            case .afterOperations(let count, let spins):
-                while progress.operations < count { sched_yield() }
-                spin(spins)
-            case .afterPushes(let count, let spins):
-                while progress.pushes < count { sched_yield() }
-                spin(spins)
-            case .afterWrites(let count, let spins):
-                while progress.saved < count { sched_yield() }
-                spin(spins)
-            case .afterPair(let spins):
-                while progress.pairs < 1 { sched_yield() }
-                spin(spins)
+            case .afterOperations(let count, let afterwards):
+                progress.wait { $0.operations >= count }
+                spins = afterwards
+            case .afterPushes(let count, let afterwards):
+                progress.wait { $0.pushes >= count }
+                spins = afterwards
+            case .afterWrites(let count, let afterwards):
+                progress.wait { $0.saved >= count }
+                spins = afterwards
+            case .afterPair(let afterwards):
+                progress.wait { $0.pairs >= 1 }
+                spins = afterwards
             }
+            // The spin never sleeps, so the moment falls anywhere in what follows.
+            for _ in 0..<spins { sched_yield() }
         }
     }
 
@@ -291,7 +305,7 @@ struct SyncCrashTests {
             kill(getpid(), SIGKILL)
         }
         .start()
-        let server = SyncFileServer(folder: folder + "/server") { progress.operate($0) }
+        let server = SyncFileServer(folder: folder + "/server") { await progress.operate($0) }
         let collection = makeCollection(folder: folder, server: server, seed: seed, clock: ManualClock())
         collection.onError = { error in
             ChildReport.fail("onError: \(error)")

@@ -62,11 +62,11 @@ final class SyncFileServer: Sendable {
         case push(String)
     }
 
-    /// Told after each page made and each push answered, before the answer goes back (on the
-    /// thread of the call: it may hold the answer back).
-    let onOperation: (@Sendable (Operation) -> Void)?
+    /// Awaited by the remote after each page made and each push answered, before the answer goes
+    /// back: it may hold the answer back.
+    let onOperation: (@Sendable (Operation) async -> Void)?
 
-    init(folder: String, pageSize: Int = 2, onOperation: (@Sendable (Operation) -> Void)? = nil) {
+    init(folder: String, pageSize: Int = 2, onOperation: (@Sendable (Operation) async -> Void)? = nil) {
         self.folder = folder
         self.pageSize = pageSize
         self.onOperation = onOperation
@@ -161,7 +161,6 @@ final class SyncFileServer: Sendable {
             let token = hasMore && isFull ? "full:\(next)" : String(next)
             return SyncPage(changed: changed, deleted: deleted, cursor: token, hasMore: hasMore)
         }
-        onOperation?(.pull)
         return page
     }
 
@@ -198,7 +197,6 @@ final class SyncFileServer: Sendable {
                 return .deleted
             }
         }
-        onOperation?(.push(change.id))
         return result
     }
 
@@ -217,10 +215,14 @@ struct SyncFileRemote: SyncRemote {
     let server: SyncFileServer
 
     func pull(since cursor: String?) async throws -> SyncPage<TaskRecord> {
-        try server.pull(since: cursor)
+        let page = try server.pull(since: cursor)
+        await server.onOperation?(.pull)
+        return page
     }
 
     func push(_ change: RecordChange<TaskRecord>, idempotencyKey: String) async throws -> PushResult<TaskRecord> {
-        server.push(change, idempotencyKey: idempotencyKey)
+        let result = server.push(change, idempotencyKey: idempotencyKey)
+        await server.onOperation?(.push(change.id))
+        return result
     }
 }

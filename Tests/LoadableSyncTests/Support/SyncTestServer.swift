@@ -1,6 +1,5 @@
 import Foundation
 import LoadableSync
-import Synchronization
 
 /// An in-process sync server for tests: records with integer versions, a change log with
 /// tombstones, pages, an expiring history, idempotency keys, an offline switch, and pushes that can
@@ -40,7 +39,7 @@ where Record.ID: Codable & Sendable & Comparable {
         var heldPulls: [CheckedContinuation<Void, Never>] = []
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
 
     init(pageSize: Int = 1_000) {
         state.withLock { $0.pageSize = pageSize }
