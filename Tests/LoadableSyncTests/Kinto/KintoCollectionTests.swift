@@ -23,8 +23,10 @@ typealias KintoCollection = SyncedCollection<KintoRemote<KintoNote>>
 ///
 /// Every wait is bounded in real time: the server answers in its own time, so the waits give the
 /// main actor turns until a condition holds or a deadline read from `ContinuousClock` passes
-/// (never a sleep), and each test runs under ``withRealTimeLimit(_:seconds:_:)``. The collections'
-/// own time (push retries, ages) is a `ManualClock`.
+/// (never a sleep), and each test runs under ``withRealTimeLimit(_:seconds:_:)``, 120 s: Kinto
+/// checks each password with bcrypt (about a second each, never cached for a wrong one), and while
+/// the whole suite runs on two cores its checks queue (a test of a few seconds alone took 59 s
+/// there). The collections' own time (push retries, ages) is a `ManualClock`.
 @MainActor
 @Suite(.enabled(if: KintoServer.isInstalled, KintoServer.notInstalled), .timeLimit(.minutes(5)))
 struct KintoCollectionTests {
@@ -42,7 +44,7 @@ struct KintoCollectionTests {
         arguments: Policy.allCases, Discovery.allCases)
     func anEditAgainstAnEdit(_ policy: Policy, foundBy discovery: Discovery) async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("an edit against an edit (\(policy), \(discovery))") {
+        try await withRealTimeLimit("an edit against an edit (\(policy), \(discovery))", seconds: 120) {
             let outcome = try await twoDevices(
                 kinto, policy: policy, discovery: discovery, editA: { $0.update("n1") { $0 = Self.editA } },
                 editB: { $0.update("n1") { $0 = Self.editB } },
@@ -76,7 +78,7 @@ struct KintoCollectionTests {
         arguments: Policy.allCases, Discovery.allCases)
     func aLocalEditAgainstARemoteDelete(_ policy: Policy, foundBy discovery: Discovery) async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("a local edit against a remote delete (\(policy), \(discovery))") {
+        try await withRealTimeLimit("a local edit against a remote delete (\(policy), \(discovery))", seconds: 120) {
             let outcome = try await twoDevices(
                 kinto, policy: policy, discovery: discovery, editA: { $0.delete("n1") },
                 editB: { $0.update("n1") { $0 = Self.editB } }, resolve: { $0.local })
@@ -105,7 +107,7 @@ struct KintoCollectionTests {
         arguments: Policy.allCases, Discovery.allCases)
     func aLocalDeleteAgainstARemoteEdit(_ policy: Policy, foundBy discovery: Discovery) async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("a local delete against a remote edit (\(policy), \(discovery))") {
+        try await withRealTimeLimit("a local delete against a remote edit (\(policy), \(discovery))", seconds: 120) {
             // Manual: the app keeps the server's record, which needs no push.
             let outcome = try await twoDevices(
                 kinto, policy: policy, discovery: discovery, editA: { $0.update("n1") { $0 = Self.editA } },
@@ -214,7 +216,7 @@ struct KintoCollectionTests {
         let kinto = try await KintoServer.fixtureInSharedAccount()
         let folder = temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await withRealTimeLimit("offline changes and a relaunch") {
+        try await withRealTimeLimit("offline changes and a relaunch", seconds: 120) {
             let pulled = [
                 KintoNote(id: "e1", title: "Edit me"), KintoNote(id: "d1", title: "Delete me"),
                 KintoNote(id: "k1", title: "Keep me"),
@@ -279,7 +281,7 @@ struct KintoCollectionTests {
     @Test("records created offline keep their order across a relaunch")
     func offlineCreatesKeepTheirOrderAcrossARelaunch() async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("offline creates and a relaunch") {
+        try await withRealTimeLimit("offline creates and a relaunch", seconds: 120) {
             let cache = InMemoryLoadableCache()
             let notes = (1...8).map { KintoNote(id: "c\($0)", title: "Created \($0)") }
             weak var released: KintoCollection?
@@ -307,7 +309,7 @@ struct KintoCollectionTests {
         let kinto = try await KintoServer.fixtureInSharedAccount()
         let folder = temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await withRealTimeLimit("a change whose answer is lost (\(lost.testDescription))") {
+        try await withRealTimeLimit("a change whose answer is lost (\(lost.testDescription))", seconds: 120) {
             let cache = try SQLiteLoadableCache(path: folder.appendingPathComponent("cache.sqlite"))
             let original = KintoNote(id: "c1", title: "Sent once")
             let edited = KintoNote(id: "c1", title: "Sent twice", done: true)
@@ -374,7 +376,7 @@ struct KintoCollectionTests {
     @Test("23 records over five pages: every record once, in Kinto's order; then a delta of 7 over two pages")
     func pullsBeyondAPage() async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("pulls over many pages") {
+        try await withRealTimeLimit("pulls over many pages", seconds: 120) {
             let ids = (1...23).map { String(format: "r%02d", $0) }
             for id in ids { try await kinto.put(KintoNote(id: id, title: "Title \(id)")) }
             let device = Device(kinto)
@@ -420,7 +422,7 @@ struct KintoCollectionTests {
     @Test("records changed on the server between two pages of a pull are neither lost nor doubled")
     func changesBetweenPages() async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("changes between pages") {
+        try await withRealTimeLimit("changes between pages", seconds: 120) {
             let ids = (1...12).map { String(format: "r%02d", $0) }
             for id in ids { try await kinto.put(KintoNote(id: id, title: "Title \(id)")) }
             // After the second page (r01...r10): one pulled record edited, one deleted, one not
@@ -459,7 +461,7 @@ struct KintoCollectionTests {
     @Test("a pull with a wrong password fails with the server's 401 at once and keeps the records it had")
     func aPullWithAWrongPassword() async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("a pull with a wrong password") {
+        try await withRealTimeLimit("a pull with a wrong password", seconds: 120) {
             let notes = [KintoNote(id: "a", title: "A"), KintoNote(id: "b", title: "B")]
             for note in notes { try await kinto.put(note) }
             let cache = InMemoryLoadableCache()
@@ -497,7 +499,7 @@ struct KintoCollectionTests {
     @Test("a push with a wrong password fails the change at once: kept as failed, not retried, until resolved")
     func aPushWithAWrongPassword() async throws {
         let kinto = try await KintoServer.fixtureInSharedAccount()
-        try await withRealTimeLimit("a push with a wrong password") {
+        try await withRealTimeLimit("a push with a wrong password", seconds: 120) {
             let password = Locked("not-the-password")
             let device = Device(kinto, password: password)
             let note = KintoNote(id: "c1", title: "Refused")
@@ -689,7 +691,7 @@ extension KintoCollectionTests {
 
         /// Moves the clock on until the pending changes' retries have gone and ended.
         func retries(sourceLocation: SourceLocation = #_sourceLocation) async {
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(60)
             while tasks.status.pendingCount > 0 || tasks.status.isPushing, ContinuousClock.now < deadline {
                 await clock.advance(by: .seconds(10))
                 _ = await settle(rounds: 20) { self.tasks.status.isPushing }
@@ -706,7 +708,7 @@ extension KintoCollectionTests {
 @MainActor
 @discardableResult
 private func settle(
-    _ what: String, seconds: Int = 10, sourceLocation: SourceLocation = #_sourceLocation,
+    _ what: String, seconds: Int = 60, sourceLocation: SourceLocation = #_sourceLocation,
     until condition: @MainActor () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)

@@ -50,7 +50,7 @@ struct KintoRemoteTests {
     func createUpdateDelete() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto)
-        try await withRealTimeLimit("create, update, delete") {
+        try await withRealTimeLimit("create, update, delete", seconds: 120) {
             let note = KintoNote(id: "n1", title: "Milk")
             let created = try #require(applied(try await remote.push(.create(note), idempotencyKey: "k1")))
             #expect(created.record == note)
@@ -78,7 +78,7 @@ struct KintoRemoteTests {
     func conflictingUpdate() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto)
-        try await withRealTimeLimit("a conflicting update") {
+        try await withRealTimeLimit("a conflicting update", seconds: 120) {
             let note = KintoNote(id: "n1", title: "Milk")
             let created = try #require(applied(try await remote.push(.create(note), idempotencyKey: "k1")))
             // Someone else changes it on the server.
@@ -102,7 +102,7 @@ struct KintoRemoteTests {
     func updateOfADeletedRecord() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto)
-        try await withRealTimeLimit("an update of a deleted record") {
+        try await withRealTimeLimit("an update of a deleted record", seconds: 120) {
             let note = KintoNote(id: "n1", title: "Milk")
             let created = try #require(applied(try await remote.push(.create(note), idempotencyKey: "k1")))
             try await kinto.delete("n1")
@@ -121,7 +121,7 @@ struct KintoRemoteTests {
     func createSentTwice() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto)
-        try await withRealTimeLimit("a create sent twice") {
+        try await withRealTimeLimit("a create sent twice", seconds: 120) {
             let note = KintoNote(id: "n1", title: "Milk")
             let first = try #require(applied(try await remote.push(.create(note), idempotencyKey: "k1")))
             // Its answer was lost: the outbox sends it again, with the same key.
@@ -140,7 +140,7 @@ struct KintoRemoteTests {
     func pullSinceACursor() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto)
-        try await withRealTimeLimit("pulls since a cursor") {
+        try await withRealTimeLimit("pulls since a cursor", seconds: 120) {
             let empty = try await remote.pull(since: nil)
             #expect(empty.changed.isEmpty && empty.deleted.isEmpty && !empty.hasMore)
             #expect(empty.cursor == (try await kinto.timestamp()))
@@ -180,7 +180,7 @@ struct KintoRemoteTests {
     func pagination() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto)
-        try await withRealTimeLimit("a paged pull") {
+        try await withRealTimeLimit("a paged pull", seconds: 120) {
             let ids = (1...12).map { String(format: "n%02d", $0) }
             for id in ids { try await kinto.put(KintoNote(id: id, title: id)) }
             var pages: [SyncPage<KintoNote>] = []
@@ -203,7 +203,7 @@ struct KintoRemoteTests {
     func wrongPassword() async throws {
         let kinto = try await KintoServer.fixture()
         let remote = remote(kinto, password: "not-the-password")
-        let error = try await withRealTimeLimit("a pull with a wrong password") {
+        let error = try await withRealTimeLimit("a pull with a wrong password", seconds: 120) {
             await #expect(throws: HTTPLoadableError.self) { try await remote.pull(since: nil) }
         }
         guard let error, case .status(401, _, _) = error else {
@@ -212,7 +212,7 @@ struct KintoRemoteTests {
         }
         #expect(!error.isRetryable)
         #expect(error.header("WWW-Authenticate") != nil)
-        let push = try await withRealTimeLimit("a push with a wrong password") {
+        let push = try await withRealTimeLimit("a push with a wrong password", seconds: 120) {
             await #expect(throws: HTTPLoadableError.self) {
                 try await remote.push(.create(KintoNote(id: "n1", title: "Milk")), idempotencyKey: "k1")
             }
@@ -254,7 +254,7 @@ struct KintoRemoteFakeServerTests {
             }
         }
         let remote = remote(server)
-        try await withRealTimeLimit("requests to a fake Kinto") {
+        try await withRealTimeLimit("requests to a fake Kinto", seconds: 120) {
             _ = try await remote.pull(since: nil)
             _ = try await remote.pull(since: "7")
             let note = KintoNote(id: "n1", title: "Milk")
@@ -292,7 +292,7 @@ struct KintoRemoteFakeServerTests {
         let remote = remote(server)
         let note = KintoNote(id: "n1", title: "Milk")
         for change in [RecordChange.create(note), .update(note, base: "12"), .delete("n1", base: "12")] {
-            let error = try await withRealTimeLimit("a push answered 409") {
+            let error = try await withRealTimeLimit("a push answered 409", seconds: 120) {
                 await #expect(throws: HTTPLoadableError.self) { try await remote.push(change, idempotencyKey: "k") }
             }
             #expect(error?.isRetryable == true)
@@ -314,7 +314,7 @@ struct KintoRemoteFakeServerTests {
             return .json(#"{"data":[]}"#, headers: [.init("ETag", #""10""#), .init("Backoff", "30")])
         }
         let remote = remote(server)
-        try await withRealTimeLimit("pulls and pushes under Backoff") {
+        try await withRealTimeLimit("pulls and pushes under Backoff", seconds: 120) {
             // The pull that brings the header completes.
             #expect(try await remote.pull(since: nil).cursor == "10")
             now.advance(by: 10)
@@ -358,7 +358,7 @@ struct KintoRemoteFakeServerTests {
     func brokenPull(_ broken: (String, String)) async throws {
         let server = try LoopbackHTTPServer { _ in .json(broken.1) }
         let remote = remote(server)
-        let error = try await withRealTimeLimit("a pull with \(broken.0)") {
+        let error = try await withRealTimeLimit("a pull with \(broken.0)", seconds: 120) {
             await #expect(throws: HTTPLoadableError.self) { try await remote.pull(since: nil) }
         }
         guard case .decoding? = error else {
@@ -375,7 +375,7 @@ struct KintoRemoteFakeServerTests {
         }
         let remote = remote(server)
         let note = KintoNote(id: "n1", title: "Milk")
-        try await withRealTimeLimit("pushes with broken answers") {
+        try await withRealTimeLimit("pushes with broken answers", seconds: 120) {
             let put = await #expect(throws: HTTPLoadableError.self) {
                 try await remote.push(.update(note, base: "1"), idempotencyKey: "k")
             }
@@ -431,7 +431,7 @@ struct KintoRemoteFakeServerTests {
         }
         let remote = remote(server)
         let note = KintoNote(id: "n1", title: "Milk")
-        try await withRealTimeLimit("412s of records gone") {
+        try await withRealTimeLimit("412s of records gone", seconds: 120) {
             let create = try await remote.push(.create(note), idempotencyKey: "k")
             let update = try await remote.push(.update(note, base: "1"), idempotencyKey: "k")
             let delete = try await remote.push(.delete("n1", base: "1"), idempotencyKey: "k")
@@ -453,7 +453,7 @@ struct KintoRemoteFakeServerTests {
         let server = try LoopbackHTTPServer { _ in
             .json(#"{"data":[{"id":"n1","title":"M","done":false,"last_modified":12}]}"#, headers: headers)
         }
-        let page = try await withRealTimeLimit("a pull") { try await remote(server).pull(since: since) }
+        let page = try await withRealTimeLimit("a pull", seconds: 120) { try await remote(server).pull(since: since) }
         #expect(page.cursor == expected)
         #expect(!page.hasMore)
     }
@@ -462,7 +462,7 @@ struct KintoRemoteFakeServerTests {
     func emptyPageWithoutETag() async throws {
         let server = try LoopbackHTTPServer { _ in .json(#"{"data":[]}"#) }
         let remote = remote(server)
-        try await withRealTimeLimit("pulls without an ETag") {
+        try await withRealTimeLimit("pulls without an ETag", seconds: 120) {
             let given = try await remote.pull(since: "7")
             let first = try await remote.pull(since: nil)
             #expect(given.cursor == "7")
