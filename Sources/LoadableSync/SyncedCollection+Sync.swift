@@ -129,7 +129,7 @@ extension SyncedCollection {
         }
         if let held = items.first(where: { $0.state == .conflict }) {
             setServer(id, record)
-            outbox.holdAsConflict(held.id, remote: record.map { .update($0.record, base: $0.version) })
+            outbox.holdAsConflict(held.id, remote: record?.asChange)
             return
         }
         if let record, first.change.base == record.version {
@@ -148,7 +148,7 @@ extension SyncedCollection {
             server[id] = record
             outbox.discard(first.id)
             let applied: RecordChange<Record> =
-                record.map { .update($0.record, base: $0.version) } ?? .delete(id, base: "")
+                record?.asChange ?? .delete(id, base: "")
             for item in items.dropFirst() {
                 var change = item.change
                 Self.rebase(&change, on: applied)
@@ -171,7 +171,7 @@ extension SyncedCollection {
         case .hold:
             conflictBases[id] = base
             for item in items.dropLast() { outbox.discard(item.id) }
-            outbox.holdAsConflict(last.id, remote: record.map { .update($0.record, base: $0.version) })
+            outbox.holdAsConflict(last.id, remote: record?.asChange)
         }
     }
 
@@ -199,7 +199,7 @@ extension SyncedCollection {
             case .applied(let record):
                 await keepPushed(id, record, base: change.base)
                 showWithout(itemID, of: id)
-                return .appliedAs(.update(record.record, base: record.version))
+                return .appliedAs(record.asChange)
             case .deleted:
                 await keepPushed(id, nil, base: change.base)
                 showWithout(itemID, of: id)
@@ -210,7 +210,7 @@ extension SyncedCollection {
                     // answer lost (a server that ignores idempotency keys refuses the repeat).
                     await keepPushed(id, record, base: change.base)
                     showWithout(itemID, of: id)
-                    return .appliedAs(.update(record.record, base: record.version))
+                    return .appliedAs(record.asChange)
                 }
                 // The record as shown: the last of its changes (later ones made while this was sent).
                 let later = items(of: id).filter { $0.id != itemID && $0.state == .pending }
@@ -237,7 +237,7 @@ extension SyncedCollection {
                         for item in later { outbox.discard(item.id) }
                     }
                     await saveServer(id)
-                    return .conflict(remote: record.map { .update($0.record, base: $0.version) })
+                    return .conflict(remote: record?.asChange)
                 }
             }
         }
@@ -377,4 +377,11 @@ extension SyncedCollection {
         refreshPending()
         for waiter in waiters { waiter.resume() }
     }
+}
+
+extension RemoteRecord where Record: Identifiable & Codable, Record.ID: Codable & Sendable {
+    /// The server's record as the collection's outbox carries it (an applied change's answer, the
+    /// server's side of a conflict): an update made on the server's version. Later changes of the
+    /// record are rebased on its version.
+    var asChange: RecordChange<Record> { .update(record, base: version) }
 }
