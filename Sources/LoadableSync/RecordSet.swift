@@ -7,11 +7,17 @@ public struct RecordSet<Record: Identifiable & Sendable & Equatable>: Sendable, 
 where Record.ID: Sendable {
     private var records: [Record]
     private var positions: [Record.ID: Int]
+    /// Beside each record, the number it got when it first appeared: increasing in the set's
+    /// order, never reused. Views order ties by it, so that they match the set's order.
+    private var orders: [UInt64]
+    private var nextOrder: UInt64
 
     /// An empty set.
     public init() {
         records = []
         positions = [:]
+        orders = []
+        nextOrder = 0
     }
 
     /// The records, in order; of two records with one id, the last is kept (at the first one's
@@ -42,6 +48,14 @@ where Record.ID: Sendable {
     /// Whether a record has `id`.
     public func contains(id: Record.ID) -> Bool { positions[id] != nil }
 
+    /// The number record `id` got when it first appeared (increasing in the set's order), or `nil`.
+    func order(of id: Record.ID) -> UInt64? {
+        positions[id].map { orders[$0] }
+    }
+
+    /// The number of the record at `position`.
+    func order(at position: Int) -> UInt64 { orders[position] }
+
     /// Whether two sets hold equal records in the same order.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
 
@@ -56,6 +70,8 @@ where Record.ID: Sendable {
         } else {
             positions[record.id] = records.count
             records.append(record)
+            orders.append(nextOrder)
+            nextOrder += 1
         }
         return true
     }
@@ -65,6 +81,7 @@ where Record.ID: Sendable {
     mutating func remove(id: Record.ID) -> Bool {
         guard let position = positions.removeValue(forKey: id) else { return false }
         records.remove(at: position)
+        orders.remove(at: position)
         for index in position..<records.count { positions[records[index].id] = index }
         return true
     }
@@ -82,9 +99,11 @@ where Record.ID: Sendable {
         var kept = firstPosition
         for index in firstPosition..<records.count where !ids.contains(records[index].id) {
             records[kept] = records[index]
+            orders[kept] = orders[index]
             positions[records[kept].id] = kept
             kept += 1
         }
         records.removeSubrange(kept...)
+        orders.removeSubrange(kept...)
     }
 }

@@ -59,7 +59,7 @@ extension SyncedCollection {
                 seen.removeAll()
             }
             pushedDuringPull.removeAll()
-            modifyContents { contents in
+            changeRecords { contents, _ in
                 guard contents == nil else { return false }
                 contents = RecordSet()
                 return true
@@ -364,9 +364,11 @@ extension SyncedCollection {
             if let syncedAt = restore.syncedAt, local == nil {
                 let age = Swift.max(0, now().timeIntervalSince(syncedAt))
                 restoreContents(set, age: .seconds(age))
+                live?.replaceAll(with: set)
             } else {
-                modifyContents { contents in
+                changeRecords { contents, log in
                     contents = set
+                    log.replaceAll()
                     return true
                 }
             }

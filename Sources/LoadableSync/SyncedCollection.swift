@@ -97,6 +97,10 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     var journalPage = 0
     var journalPageRecords = 0
 
+    // Live views and records.
+    var live: LiveRecords<Record>?
+    var liveObservation: LoadableObservation?
+
     /// Creates a collection and starts restoring what `cache` keeps under `key` (off the main
     /// actor).
     ///
@@ -275,9 +279,10 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
                 for error in errors { self?.report(error) }
             }
         }
-        modifyContents { contents in
+        changeRecords { contents, log in
             guard contents != nil else { return false }
             contents = nil
+            log.replaceAll()
             return true
         }
     }
@@ -359,15 +364,13 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     /// Shows `record` (`nil`: none) as record `id`: a local write's one step, with no look at the
     /// outbox's other items.
     func show(_ id: Record.ID, _ record: Record?) {
-        var changed = false
-        modifyContents { contents in
+        let changed = changeRecords { contents, log in
             if let record {
                 if contents == nil { contents = RecordSet() }
-                changed = contents!.upsert(record)
-            } else {
-                changed = contents?.remove(id: id) ?? false
+                return log.upsert(record, in: &contents!)
             }
-            return changed
+            guard contents != nil else { return false }
+            return log.remove(id, in: &contents!)
         }
         tellStatusIfChanged(contentsTold: changed)
     }
@@ -460,17 +463,17 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         for item in items ?? outbox.items where wanted.contains(item.change.id) {
             lastChange[item.change.id] = item.change
         }
-        var changed = false
-        modifyContents { contents in
+        let changed = changeRecords { contents, log in
             // Taken out, so that the set is changed in place (a second reference would copy it).
             let wasEmpty = contents == nil
             var set = contents.take() ?? RecordSet()
+            var changed = false
             for id in ordered {
                 let record = lastChange[id].map { $0.record } ?? server[id]?.record
                 if let record {
-                    changed = set.upsert(record) || changed
+                    changed = log.upsert(record, in: &set) || changed
                 } else {
-                    changed = set.remove(id: id) || changed
+                    changed = log.remove(id, in: &set) || changed
                 }
             }
             // A collection with no contents gets some (maybe empty) once it shows a record's state.

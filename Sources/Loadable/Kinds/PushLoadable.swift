@@ -240,8 +240,12 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// Not for a loadable with optimistic layers (they are not applied again).
     ///
-    /// - Parameter body: Changes the contents; returns whether it changed them.
-    package final func modifyContents(_ body: (inout Contents?) -> Bool) {
+    /// - Parameters:
+    ///   - body: Changes the contents; returns whether it changed them.
+    ///   - beforeNotifying: Runs when `body` changed them, once they are stored, before observers
+    ///     are told: what derives from the contents (a collection's views) is brought up to date
+    ///     first, so that no observer sees it behind.
+    package final func modifyContents(_ body: (inout Contents?) -> Bool, beforeNotifying: () -> Void = {}) {
         var taken = storedContents.take()
         let changed = body(&taken)
         guard changed else {
@@ -251,6 +255,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         storedContents = taken
         core.hasContents = taken != nil
+        beforeNotifying()
         finishChange(endingSync: false)
     }
 
