@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "LoadableSyncTests",
             dependencies: [
-                "LoadableSync", "LoadableCaching", "LoadableHTTP", "LoadableSQLite", "LoadableSyncer",
+                "LoadableSync", "LoadableCaching", "LoadableGroup", "LoadableHTTP", "LoadableSQLite", "LoadableSyncer",
                 "LoadableTesting", "LoadableTestSupport",
             ],
             // The real Kinto's launcher, run with the Python of a virtual environment; not a resource.

@@ -37,17 +37,18 @@ where Record.ID: Sendable {
         follow(state)
     }
 
-    /// Shows `record` (`nil`: the collection has none with this id).
+    /// Shows `record` (`nil`: the collection has none with this id), with its state, in one
+    /// notification, and none when neither changed.
     func show(_ record: Record?, collectionHasContents: Bool) {
+        if let record, core.state != .didSyncSuccessfully {
+            update(state: .didSyncSuccessfully, error: nil, contents: record)
+            return
+        }
         modifyContents { contents in
             guard contents != record else { return false }
             contents = record
+            if record == nil, collectionHasContents, core.state != .idle { core.store(state: .idle, error: nil) }
             return true
-        }
-        if record != nil {
-            if core.state != .didSyncSuccessfully { setDidSyncSuccessfully() }
-        } else if collectionHasContents, core.state != .idle {
-            setIdle()
         }
     }
 

@@ -81,6 +81,8 @@ where Record.ID: Sendable {
             modifyContents { contents in
                 guard contents != nil else { return false }
                 contents = nil
+                // Back to following the collection's state (its observer tells the rest).
+                if core.state != .idle { core.store(state: .idle, error: nil) }
                 return true
             }
             return
@@ -98,12 +100,15 @@ where Record.ID: Sendable {
         }
         let records = positions.map { set[$0] }
         orders = positions.map { set.order(at: $0) }
+        guard core.state == .didSyncSuccessfully else {
+            update(state: .didSyncSuccessfully, error: nil, contents: records)
+            return
+        }
         modifyContents { contents in
             guard contents != records else { return false }
             contents = records
             return true
         }
-        if core.state != .didSyncSuccessfully { setDidSyncSuccessfully() }
     }
 
     /// Applies changes of single records; notifies once if any changed what the view shows.

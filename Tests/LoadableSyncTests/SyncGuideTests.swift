@@ -57,6 +57,20 @@ final class TodoList<Remote: SyncRemote<Todo>> {
     }
 }
 
+// MARK: - Live views
+
+extension TodoList {
+    /// The open to-dos, by title: kept current as to-dos change, here and on other devices.
+    func openTodos() -> RecordView<Todo> {
+        todos.view(where: { !$0.done }, sortedBy: { $0.title < $1.title })
+    }
+
+    /// One to-do, for its detail screen: the list's own copy.
+    func todo(_ id: Todo.ID) -> RecordLoadable<Todo> {
+        todos.record(id)
+    }
+}
+
 // MARK: - Conflicts
 
 /// A to-do ticked on either device stays ticked, the server's title wins, and a delete on either
@@ -586,6 +600,36 @@ enum GuideOutcome: Equatable, CustomTestStringConvertible {
         #expect(await server.todo(bread.id)?.done == true)
         #expect(await server.todo("milk") == nil)
         #expect(list.todos.status.lastSyncedAt != nil)
+    }
+
+    @Test("live views: the open to-dos stay sorted as to-dos change here and on the server; the detail is the list's copy")
+    func liveViews() async throws {
+        let server = InMemoryTodos()
+        await server.put(Todo(id: "milk", title: "Buy milk"))
+        await server.put(Todo(id: "eggs", title: "Buy eggs", done: true))
+        let clock = ManualClock()
+        let list = TodoList(remote: server, cache: InMemoryLoadableCache(), clock: clock)
+        let open = list.openTodos()
+        let milk = list.todo("milk")
+        try await list.todos.doneSyncing()
+        #expect(open.contents?.map(\.title) == ["Buy milk"])
+        #expect(milk.contents?.title == "Buy milk")
+
+        var redraws = 0
+        let observation = open.observe { _ in redraws += 1 }
+        list.add("Buy bread")
+        list.toggle("eggs")
+        #expect(open.contents?.map(\.title) == ["Buy bread", "Buy eggs", "Buy milk"])
+        await server.put(Todo(id: "milk", title: "Buy oat milk"))
+        list.todos.sync()
+        try await list.todos.doneSyncing()
+        #expect(open.contents?.map(\.title) == ["Buy bread", "Buy eggs", "Buy oat milk"])
+        #expect(milk.contents?.title == "Buy oat milk")
+        #expect(redraws == 3)
+        list.todos.sync()  // nothing new: the list is not redrawn
+        try await list.todos.doneSyncing()
+        #expect(redraws == 3)
+        observation.cancel()
     }
 
     @Test("a change the server refused: onError is told, it stays shown, and a pull of a newer version settles it")
