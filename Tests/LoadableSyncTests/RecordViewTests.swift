@@ -70,7 +70,11 @@ import Testing
         let open = tasks.view(where: Self.open, sortedBy: Self.byTitle)
         func changes(_ body: () -> Void) -> Int {
             let counter = UncheckedBox(0)
-            withObservationTracking { _ = open.contents } onChange: { counter.value += 1 }
+            withObservationTracking {
+                _ = open.contents
+            } onChange: {
+                counter.value += 1
+            }
             body()
             return counter.value
         }
@@ -172,10 +176,13 @@ import Testing
         let record = tasks.record("a")
         var seen: [[String]] = []
         var seenRecord: [String?] = []
-        observing(tasks, { _ in
-            seen.append(view.contents?.titles ?? [])
-            seenRecord.append(record.contents?.title)
-        }) {
+        observing(
+            tasks,
+            { _ in
+                seen.append(view.contents?.titles ?? [])
+                seenRecord.append(record.contents?.title)
+            }
+        ) {
             tasks.update("a") { $0.title = "A2" }
             tasks.insert(TaskRecord(id: "b", title: "B"))
         }
@@ -187,11 +194,14 @@ import Testing
         let tasks = await pulled([TaskRecord(id: "a", title: "A")])
         let view = tasks.view(sortedBy: Self.byTitle)
         var wrote = false
-        observing(view, { _ in
-            guard !wrote else { return }
-            wrote = true
-            tasks.insert(TaskRecord(id: "b", title: "0"))
-        }) {
+        observing(
+            view,
+            { _ in
+                guard !wrote else { return }
+                wrote = true
+                tasks.insert(TaskRecord(id: "b", title: "0"))
+            }
+        ) {
             tasks.update("a") { $0.title = "Z" }
         }
         #expect(view.contents?.titles == ["0", "Z"])

@@ -602,7 +602,9 @@ enum GuideOutcome: Equatable, CustomTestStringConvertible {
         #expect(list.todos.status.lastSyncedAt != nil)
     }
 
-    @Test("live views: the open to-dos stay sorted as to-dos change here and on the server; the detail is the list's copy")
+    @Test(
+        "live views: the open to-dos stay sorted as to-dos change here and on the server; the detail is the list's copy"
+    )
     func liveViews() async throws {
         let server = InMemoryTodos()
         await server.put(Todo(id: "milk", title: "Buy milk"))
