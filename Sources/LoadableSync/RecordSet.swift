@@ -5,18 +5,21 @@
 /// A value: reading it costs nothing, and it changes only when the collection gives a new one.
 public struct RecordSet<Record: Identifiable & Sendable & Equatable>: Sendable, Equatable, RandomAccessCollection
 where Record.ID: Sendable {
+    // A record is found by id in two steps: its number (`orderByID`), then its position by binary
+    // search of `orders`, which increase along the set. Removing a record then shifts the arrays
+    // and changes no other record's entry (positions in the dictionary would all move).
     private var records: [Record]
-    private var positions: [Record.ID: Int]
     /// Beside each record, the number it got when it first appeared: increasing in the set's
     /// order, never reused. Views order ties by it, so that they match the set's order.
     private var orders: [UInt64]
+    private var orderByID: [Record.ID: UInt64]
     private var nextOrder: UInt64
 
     /// An empty set.
     public init() {
         records = []
-        positions = [:]
         orders = []
+        orderByID = [:]
         nextOrder = 0
     }
 
@@ -37,24 +40,39 @@ where Record.ID: Sendable {
     /// The record at `position`.
     public subscript(position: Int) -> Record { records[position] }
 
-    /// The record with `id`, or `nil`.
+    /// The record with `id`, or `nil`. O(log n).
     public subscript(id id: Record.ID) -> Record? {
-        positions[id].map { records[$0] }
+        position(of: id).map { records[$0] }
     }
 
     /// The ids, in order.
     public var ids: [Record.ID] { records.map { $0.id } }
 
     /// Whether a record has `id`.
-    public func contains(id: Record.ID) -> Bool { positions[id] != nil }
+    public func contains(id: Record.ID) -> Bool { orderByID[id] != nil }
 
     /// The number record `id` got when it first appeared (increasing in the set's order), or `nil`.
-    func order(of id: Record.ID) -> UInt64? {
-        positions[id].map { orders[$0] }
-    }
+    func order(of id: Record.ID) -> UInt64? { orderByID[id] }
 
     /// The number of the record at `position`.
     func order(at position: Int) -> UInt64 { orders[position] }
+
+    /// The position of record `id`, or `nil`.
+    private func position(of id: Record.ID) -> Int? {
+        guard let order = orderByID[id] else { return nil }
+        return position(ofOrder: order)
+    }
+
+    /// The position of the record numbered `order` (one the set has).
+    private func position(ofOrder order: UInt64) -> Int {
+        var low = 0
+        var high = orders.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if orders[middle] < order { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
 
     /// Whether two sets hold equal records in the same order.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
@@ -64,11 +82,11 @@ where Record.ID: Sendable {
     /// Replaces the record with its id in place, or adds it at the end. Returns whether it changed.
     @discardableResult
     mutating func upsert(_ record: Record) -> Bool {
-        if let position = positions[record.id] {
+        if let position = position(of: record.id) {
             guard records[position] != record else { return false }
             records[position] = record
         } else {
-            positions[record.id] = records.count
+            orderByID[record.id] = nextOrder
             records.append(record)
             orders.append(nextOrder)
             nextOrder += 1
@@ -79,10 +97,10 @@ where Record.ID: Sendable {
     /// Removes the record with `id`. Returns whether it was there.
     @discardableResult
     mutating func remove(id: Record.ID) -> Bool {
-        guard let position = positions.removeValue(forKey: id) else { return false }
+        guard let order = orderByID.removeValue(forKey: id) else { return false }
+        let position = position(ofOrder: order)
         records.remove(at: position)
         orders.remove(at: position)
-        for index in position..<records.count { positions[records[index].id] = index }
         return true
     }
 
@@ -93,14 +111,22 @@ where Record.ID: Sendable {
             if let id = ids.first { remove(id: id) }
             return
         }
-        let firstPosition = ids.compactMap { positions[$0] }.min()
-        guard let firstPosition else { return }
-        for id in ids { positions[id] = nil }
-        var kept = firstPosition
-        for index in firstPosition..<records.count where !ids.contains(records[index].id) {
-            records[kept] = records[index]
-            orders[kept] = orders[index]
-            positions[records[kept].id] = kept
+        var removed: [Int] = []
+        for id in ids {
+            guard let order = orderByID.removeValue(forKey: id) else { continue }
+            removed.append(position(ofOrder: order))
+        }
+        guard !removed.isEmpty else { return }
+        removed.sort()
+        var kept = removed[0]
+        var next = 0
+        for index in removed[0]..<records.count {
+            if next < removed.count, removed[next] == index {
+                next += 1
+                continue
+            }
+            records.swapAt(kept, index)
+            orders.swapAt(kept, index)
             kept += 1
         }
         records.removeSubrange(kept...)
