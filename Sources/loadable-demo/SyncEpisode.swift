@@ -103,6 +103,14 @@ extension Tour {
         let laptopActivity = ActivityMonitor()
         let phone = makeSyncedList("phone", on: server, activity: phoneActivity, conflicts: .fieldwise)
         let laptop = makeSyncedList("laptop", on: server, activity: laptopActivity, conflicts: .manual)
+        // Live views: what each screen shows, kept current by the collections; the phone's "to buy"
+        // list counts its redraws.
+        let phoneView = phone.view(sortedBy: Self.byTitle)
+        let laptopView = laptop.view(sortedBy: Self.byTitle)
+        let toBuy = phone.view(where: { !$0.done }, sortedBy: Self.byTitle)
+        var toBuyRedraws = 0
+        let toBuyObservation = toBuy.observe { _ in toBuyRedraws += 1 }
+        defer { toBuyObservation.cancel() }
         timeline.log(
             "phone + laptop", "opened",
             "one shopping list; the phone settles conflicts field by field, the laptop holds them")
@@ -110,20 +118,20 @@ extension Tour {
         laptop.sync()
         await advance(
             until: { phone.loadableState != .syncing && laptop.loadableState != .syncing }, atMost: .seconds(5))
-        timeline.log("phone list", "pulled", Self.describe(list: phone))
-        timeline.log("laptop list", "pulled", Self.describe(list: laptop))
+        timeline.log("phone list", "pulled", Self.describe(phone, phoneView))
+        timeline.log("laptop list", "pulled", Self.describe(laptop, laptopView))
 
         phoneActivity.connectivity = .offline
         laptopActivity.connectivity = .offline
         timeline.log("phone + laptop", "offline", "each shows its own changes at once and keeps them to push")
         phone.update("milk") { $0.done = true }
-        timeline.log("user (phone)", "ticks \"Milk\"", Self.describe(list: phone))
+        timeline.log("user (phone)", "ticks \"Milk\"", Self.describe(phone, phoneView))
         phone.update("bread") { $0.title = "Rye bread" }
-        timeline.log("user (phone)", "renames \"Bread\"", Self.describe(list: phone))
+        timeline.log("user (phone)", "renames \"Bread\"", Self.describe(phone, phoneView))
         laptop.update("milk") { $0.title = "Oat milk" }
-        timeline.log("user (laptop)", "renames \"Milk\"", Self.describe(list: laptop))
+        timeline.log("user (laptop)", "renames \"Milk\"", Self.describe(laptop, laptopView))
         laptop.update("coffee") { $0.title = "Decaf coffee" }
-        timeline.log("user (laptop)", "renames \"Coffee\"", Self.describe(list: laptop))
+        timeline.log("user (laptop)", "renames \"Coffee\"", Self.describe(laptop, laptopView))
 
         laptopActivity.connectivity = .online
         timeline.log("laptop", "online", "its outbox pushes its 2 changes, one item each")
@@ -131,7 +139,8 @@ extension Tour {
         phoneActivity.connectivity = .online
         timeline.log("phone", "online", "its tick of \"Milk\" was made on the version before the laptop's rename")
         await advance(until: { phone.status.pendingCount == 0 && !phone.status.isPushing }, atMost: .seconds(10))
-        timeline.log("phone list", "settled", Self.describe(list: phone) + " (.fieldwise: the rename and the tick)")
+        timeline.log(
+            "phone list", "settled", Self.describe(phone, phoneView) + " (.fieldwise: the rename and the tick)")
 
         laptop.update("bread") { $0.title = "Sourdough bread" }
         timeline.log("user (laptop)", "renames \"Bread\"", "the laptop has not pulled the phone's rename")
@@ -151,9 +160,12 @@ extension Tour {
         laptop.sync()
         await advance(
             until: { phone.loadableState != .syncing && laptop.loadableState != .syncing }, atMost: .seconds(5))
-        timeline.log("phone list", "pulled", Self.describe(list: phone))
-        timeline.log("laptop list", "pulled", Self.describe(list: laptop))
-        let same = Self.sorted(phone) == Self.sorted(laptop)
+        timeline.log("phone list", "pulled", Self.describe(phone, phoneView))
+        timeline.log("laptop list", "pulled", Self.describe(laptop, laptopView))
+        let same = phoneView.contents == laptopView.contents
+        timeline.log(
+            "phone", "\"to buy\" view",
+            "\(toBuy.count) items, redrawn \(toBuyRedraws) times: only when its rows changed")
         stats.syncSummary =
             "2 devices, 4 changes made offline, \(server.refusedPushes) pushes refused as conflicts, "
             + "1 settled by .fieldwise, \(held == nil ? 0 : 1) resolved by hand, the two lists "
@@ -169,14 +181,12 @@ extension Tour {
             conflicts: conflicts, activity: activity, clock: clock, now: simulatedDate)
     }
 
-    /// The items by title (a view sorts: the collection keeps the order they first appeared in).
-    private static func sorted(_ list: SyncedCollection<DemoSyncRemote>) -> [ShoppingItem] {
-        (list.contents.map { Array($0) } ?? []).sorted { $0.title < $1.title }
-    }
+    /// The order of the lists' views (the collection keeps the order the items first appeared in).
+    private static let byTitle: (ShoppingItem, ShoppingItem) -> Bool = { $0.title < $1.title }
 
-    /// What a device's list shows, and what waits.
-    private static func describe(list: SyncedCollection<DemoSyncRemote>) -> String {
-        let items = sorted(list).map { $0.title + ($0.done ? " ✓" : "") }.joined(separator: ", ")
+    /// What a device's list shows (its view, by title), and what waits.
+    private static func describe(_ list: SyncedCollection<DemoSyncRemote>, _ view: RecordView<ShoppingItem>) -> String {
+        let items = (view.contents ?? []).map { $0.title + ($0.done ? " ✓" : "") }.joined(separator: ", ")
         let status = list.status
         var notes: [String] = []
         if status.pendingCount > 0 { notes.append("\(status.pendingCount) waiting") }
