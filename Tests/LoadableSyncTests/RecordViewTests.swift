@@ -208,6 +208,30 @@ import Testing
         #expect(view.contents?.titles == Array(tasks.contents!).map(\.title).sorted())
     }
 
+    @Test func aWriteOfTheSameRecordFromInsideTheFirstViewsNotificationLeavesEveryViewRight() async {
+        let tasks = await pulled((0..<5).map { TaskRecord(id: "r\($0)", title: "t\($0)") })
+        let first = tasks.view(sortedBy: Self.byTitle)
+        let second = tasks.view { $0.title > $1.title }
+        let third = tasks.view(where: { $0.title.hasPrefix("t") }, sortedBy: Self.byTitle)
+        var wrote = false
+        observing(
+            first,
+            { _ in
+                guard !wrote else { return }
+                wrote = true
+                tasks.update("r2") { $0.title = "a-first" }
+                tasks.update("r4") { $0.title = "z-last" }
+            }
+        ) {
+            tasks.update("r2") { $0.title = "t9" }
+        }
+        let records = Array(tasks.contents!)
+        #expect(first.contents?.titles == records.map(\.title).sorted())
+        #expect(second.contents?.titles == records.map(\.title).sorted(by: >))
+        #expect(third.contents?.titles == records.map(\.title).filter { $0.hasPrefix("t") }.sorted())
+        #expect(first.contents?.titles == ["a-first", "t0", "t1", "t3", "z-last"])
+    }
+
     @Test func aSortThatReadsSomethingElseIsShownAgainWhenARecordIsNotWhereItWasPut() async {
         var priority = ["a": 1, "b": 2, "c": 3]
         let tasks = await pulled([
