@@ -6,8 +6,8 @@ import Observation
 ///
 /// Each observer call is compared with what the loadable showed at the call before (its contents,
 /// state and error): one where nothing changed is a problem, and so is one that changed only the
-/// state while there are contents, unless it became `.didSyncSuccessfully` (a view or record that
-/// gets contents says so, then takes that state). Observation is tracked the same way, armed again
+/// state while there are contents (a view or record that gets contents takes
+/// `.didSyncSuccessfully` in the same notification). Observation is tracked the same way, armed again
 /// after every report: a report with nothing changed, and a change with no report, are problems.
 /// ``checkQuiet()`` finds a change that no observer was told of.
 ///
@@ -85,7 +85,7 @@ final class LiveRecordTracker<Value: Equatable & Sendable> {
             contentChanges += 1
         } else if now.state != last.state || now.error != last.error {
             stateChanges += 1
-            if now.contents != nil, now.state != .didSyncSuccessfully || last.state == .didSyncSuccessfully {
+            if now.contents != nil {
                 problems.append(
                     "notification #\(notifications) changed only the state, with contents: \(describe(last)) to "
                         + describe(now))
