@@ -56,6 +56,11 @@ where Record.ID: Sendable {
     /// The number of the record at `position`.
     func order(at position: Int) -> UInt64 { orders[position] }
 
+    /// Calls `body` with the records, in order, in place.
+    func withUnsafeRecords<Result>(_ body: (UnsafeBufferPointer<Record>) throws -> Result) rethrows -> Result {
+        try records.withUnsafeBufferPointer(body)
+    }
+
     /// Whether two sets hold equal records in the same order.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
 
