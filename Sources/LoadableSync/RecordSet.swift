@@ -74,6 +74,11 @@ where Record.ID: Sendable {
         return low
     }
 
+    /// Calls `body` with the records, in order, in place.
+    func withUnsafeRecords<Result>(_ body: (UnsafeBufferPointer<Record>) throws -> Result) rethrows -> Result {
+        try records.withUnsafeBufferPointer(body)
+    }
+
     /// Whether two sets hold equal records in the same order.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
 

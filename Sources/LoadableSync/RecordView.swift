@@ -89,17 +89,22 @@ where Record.ID: Sendable {
         }
         var positions: [Int] = []
         positions.reserveCapacity(set.count)
-        for position in set.indices where isIncluded(set[position]) { positions.append(position) }
-        // A set's positions follow its order, so they break ties as the orders would.
-        positions.sort { left, right in
-            let a = set[left]
-            let b = set[right]
-            if areInIncreasingOrder(a, b) { return true }
-            if areInIncreasingOrder(b, a) { return false }
-            return left < right
+        var records: [Record] = []
+        // Records read in place and loops, not `map`: this generic code would copy each compared
+        // record through its type's value witnesses, and `map` reads through a witness call that
+        // allocates (one allocation per record).
+        set.withUnsafeRecords { all in
+            for position in all.indices where isIncluded(all[position]) { positions.append(position) }
+            // `sort` is stable (documented): the positions, in the set's order, keep ties in it,
+            // as the orders would; one call of the sort per comparison.
+            positions.sort { areInIncreasingOrder(all[$0], all[$1]) }
+            records.reserveCapacity(positions.count)
+            for position in positions { records.append(all[position]) }
         }
-        let records = positions.map { set[$0] }
-        orders = positions.map { set.order(at: $0) }
+        var orders: [UInt64] = []
+        orders.reserveCapacity(positions.count)
+        for position in positions { orders.append(set.order(at: position)) }
+        self.orders = orders
         guard core.state == .didSyncSuccessfully else {
             update(state: .didSyncSuccessfully, error: nil, contents: records)
             return
@@ -217,22 +222,25 @@ where Record.ID: Sendable {
         return true
     }
 
-    /// Moves the element at `from` to `to`, shifting those between by one.
+    /// Moves the element at `from` to `to`, shifting those between by one: one move of the
+    /// elements between (a remove and an insert would shift the array's tail twice).
     private func move(_ records: inout [Record], _ orders: inout [UInt64], from: Int, to: Int) {
         guard from != to else { return }
-        if abs(from - to) <= 32 {
-            // A short move: swaps, no shift of the array's tail.
-            let step = to > from ? 1 : -1
-            var index = from
-            while index != to {
-                records.swapAt(index, index + step)
-                orders.swapAt(index, index + step)
-                index += step
-            }
+        records.withUnsafeMutableBufferPointer { Self.rotate($0, from: from, to: to) }
+        orders.withUnsafeMutableBufferPointer { Self.rotate($0, from: from, to: to) }
+    }
+
+    /// Moves `buffer[from]` to `to`, the elements between taken one place towards `from`.
+    private static func rotate<Element>(_ buffer: UnsafeMutableBufferPointer<Element>, from: Int, to: Int) {
+        precondition(buffer.indices.contains(from) && buffer.indices.contains(to), "a move out of the view")
+        guard let base = buffer.baseAddress else { return }
+        let moved = (base + from).move()
+        if to < from {
+            (base + to + 1).moveInitialize(from: base + to, count: from - to)
         } else {
-            records.insert(records.remove(at: from), at: to)
-            orders.insert(orders.remove(at: from), at: to)
+            (base + from).moveInitialize(from: base + from + 1, count: to - from)
         }
+        (base + to).initialize(to: moved)
     }
 
     /// Applies many changes in one pass: the old places of changed records go, then the new

@@ -52,13 +52,19 @@ struct Settings {
     var observationReads = 1_000
     /// Tracking scopes per side and run in the observation scenario.
     var observationScopes = 100
+    /// Tasks in each collection of the `views` scenario (the goals' size: 100,000).
+    var viewRecords = 100_000
+    /// Updates per side of the `views` scenario's timed parts.
+    var viewUpdates = 2_000
+    /// Views built per filter in the `views` scenario, and as many filters and sorts by hand.
+    var viewBuilds = 7
 
     /// A run under a minute: fewer repetitions, the same sizes the goals need.
     static let quick = Settings(
         runs: 3, groupRuns: 2, syncCycles: 300_000, fanOutDeliveries: 300_000,
         groupSizes: [1_000, 4_000, 100_000, 400_000], storeLeaseOperations: 300_000, mutations: 50_000,
         syncerCycles: 50_000, syncerInstances: 30_000, httpRequests: 300, httpOverheadRequests: 5_000,
-        observationChanges: 30_000, observationScopes: 30)
+        observationChanges: 30_000, observationScopes: 30, viewUpdates: 500, viewBuilds: 3)
 
     /// One small run of each scenario, for profilers (`valgrind --tool=callgrind`); its figures
     /// are not the goals'.
@@ -69,7 +75,7 @@ struct Settings {
         syncerCycles: 10_000, syncerInstances: 10_000, httpRequests: 200, httpWarmUpRequests: 20,
         httpOverheadRequests: 2_000, sqliteEntries: 200, sqliteLargeEntries: 10_000, sqliteOutsideEntries: 1_000,
         sqliteScopeRemovals: 1, runsOnMainQueueOnly: true, outboxChanges: 100, outboxStallChanges: 100,
-        observationChanges: 2_000, observationScopes: 5)
+        observationChanges: 2_000, observationScopes: 5, viewRecords: 10_000, viewUpdates: 200, viewBuilds: 1)
 }
 
 /// `swift run -c release --package-path Benchmarks loadable-benchmarks [--quick] [--json FILE]
@@ -80,6 +86,7 @@ struct LoadableBenchmarks {
     static let scenarios = [
         "sync-cycle", "fan-out", "group", "waiters", "memory", "store", "persistence", "mutation", "syncer",
         "http", "http-overhead", "http-send", "outbox", "observation", "sqlite-cache", "sync",
+        "views",
     ]
 
     static func main() async throws {
@@ -144,6 +151,7 @@ struct LoadableBenchmarks {
         if wants("observation") { await runObservation(settings, into: &report) }
         if wants("sqlite-cache") { await runSQLiteCache(settings, into: &report) }
         if wants("sync") { await runSync(settings, into: &report) }
+        if wants("views") { await runViews(settings, into: &report) }
 
         report.printGoals()
         if let jsonPath {
