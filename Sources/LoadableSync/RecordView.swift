@@ -128,8 +128,9 @@ where Record.ID: Sendable {
                 contents = records
                 swap(&orders, &self.orders)
             }
-            // Many changes at once (a pulled page): one merge pass, not one shift each.
-            if changes.count > 16, changes.count * 64 > records.count {
+            // Many changes at once (a pulled page): one merge pass, not one shift each (a shift of a
+            // large view costs about what a merge pass does).
+            if changes.count > 8 {
                 return merge(changes, into: &records, orders: &orders, isLost: &isLost)
             }
             var changed = false
@@ -263,40 +264,79 @@ where Record.ID: Sendable {
         guard !removed.isEmpty || !added.isEmpty else { return false }
         if !removed.isEmpty {
             removed.sort()
-            var write = removed[0]
-            var next = 0
-            for read in removed[0]..<records.count {
-                if next < removed.count, removed[next] == read {
-                    next += 1
-                    continue
-                }
-                records.swapAt(write, read)
-                orders.swapAt(write, read)
-                write += 1
-            }
-            records.removeSubrange(write...)
-            orders.removeSubrange(write...)
+            // Each record has one number, so its place is found once; kept distinct all the same,
+            // since the block moves below rely on it.
+            var distinct: [Int] = []
+            distinct.reserveCapacity(removed.count)
+            for position in removed where distinct.last != position { distinct.append(position) }
+            Self.remove(at: distinct, from: &records)
+            Self.remove(at: distinct, from: &orders)
         }
         guard !added.isEmpty else { return true }
+        // Sorted, then placed by binary search: every comparison is made before any element moves.
         added.sort { precedes($0.record, $0.order, $1.record, $1.order) }
-        // Merged from the back into room made at the end: slots past `kept` are free.
-        var kept = records.count - 1
-        var next = added.count - 1
-        records.append(contentsOf: added.map { $0.record })
-        orders.append(contentsOf: added.map { $0.order })
-        var write = records.count - 1
-        while next >= 0 {
-            if kept >= 0, precedes(added[next].record, added[next].order, records[kept], orders[kept]) {
-                records.swapAt(write, kept)
-                orders.swapAt(write, kept)
-                kept -= 1
-            } else {
-                records[write] = added[next].record
-                orders[write] = added[next].order
-                next -= 1
-            }
-            write -= 1
+        var positions: [Int] = []
+        positions.reserveCapacity(added.count)
+        var addedRecords: [Record] = []
+        addedRecords.reserveCapacity(added.count)
+        var addedOrders: [UInt64] = []
+        addedOrders.reserveCapacity(added.count)
+        var low = 0
+        for item in added {
+            low = lowerBound(of: item.record, item.order, in: records, orders, range: low..<records.count)
+            positions.append(low)
+            addedRecords.append(item.record)
+            addedOrders.append(item.order)
         }
+        Self.insert(addedRecords, at: positions, into: &records)
+        Self.insert(addedOrders, at: positions, into: &orders)
         return true
+    }
+
+    /// Removes the elements at `positions` (ascending, distinct) with one move of each block
+    /// between them: the removed ones are set aside, the blocks moved down, and the removed ones
+    /// put back at the end to be dropped, so that the array is whole whenever its own code runs.
+    private static func remove<Element>(at positions: [Int], from array: inout [Element]) {
+        guard let first = positions.first else { return }
+        array.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let count = buffer.count
+            let aside = UnsafeMutablePointer<Element>.allocate(capacity: positions.count)
+            defer { aside.deallocate() }
+            var write = first
+            for (index, position) in positions.enumerated() {
+                (aside + index).moveInitialize(from: base + position, count: 1)
+                let end = index + 1 < positions.count ? positions[index + 1] : count
+                let length = end - position - 1
+                if length > 0 { (base + write).moveInitialize(from: base + position + 1, count: length) }
+                write += length
+            }
+            (base + write).moveInitialize(from: aside, count: positions.count)
+        }
+        array.removeLast(positions.count)
+    }
+
+    /// Inserts `elements`, in order, at `positions` (ascending places in the array as it is, equal
+    /// ones in the order of `elements`) with one move of each block between them, from the back.
+    private static func insert<Element>(_ elements: [Element], at positions: [Int], into array: inout [Element]) {
+        guard !elements.isEmpty else { return }
+        let existing = array.count
+        array.append(contentsOf: elements)
+        array.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let added = elements.count
+            let aside = UnsafeMutablePointer<Element>.allocate(capacity: added)
+            defer { aside.deallocate() }
+            aside.moveInitialize(from: base + existing, count: added)
+            // Free slots: `[end, end + index + 1)`; the block from the next insertion place to
+            // `end` moves right by `index + 1`, and the element goes just before it.
+            var end = existing
+            for index in stride(from: added - 1, through: 0, by: -1) {
+                let start = positions[index]
+                if end > start { (base + start + index + 1).moveInitialize(from: base + start, count: end - start) }
+                (base + start + index).moveInitialize(from: aside + index, count: 1)
+                end = start
+            }
+        }
     }
 }

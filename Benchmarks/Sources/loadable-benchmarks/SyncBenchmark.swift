@@ -112,6 +112,28 @@ func runSync(_ settings: Settings, into report: inout Report) async {
                 mainParts.max()!.nanoseconds / 1e6),
             holds: main <= .milliseconds(10)))
 
+    // The same pages with a live view of every record by title, which each page's records move
+    // in (issue 44: the view merges a page in one pass).
+    // Released before the local updates below, which it would move too.
+    var viewParts: [Duration] = []
+    do {
+        let byTitle = tasks.view(sortedBy: { $0.title < $1.title })
+        for page in 20..<30 {
+            remote.change(first: 1_000, offset: page * 1_000, round: page)
+            let start = ContinuousClock.now
+            tasks.sync()
+            while tasks.loadableState == .syncing { await Task.yield() }
+            viewParts.append(ContinuousClock.now - start)
+            precondition(byTitle.count == count, "the view lost records")
+            await tasks.saved()
+        }
+    }
+    report.add(
+        Row(
+            scenario: "sync: the same with a view of all by title (main)",
+            value: medianDuration(viewParts).nanoseconds / 1e6, unit: "ms", baseline: "no view",
+            baselineValue: main.nanoseconds / 1e6, ratio: medianDuration(viewParts).nanoseconds / main.nanoseconds))
+
     // Local updates.
     var updates: [Duration] = []
     for index in 0..<2_000 {
