@@ -160,6 +160,15 @@ extension LoadableFreshnessModelTests {
         /// and result, one notification. A sync ended while one more is pending begins that one
         /// in the same notification.
         func set(_ newState: LoadableState, failure: Failure? = nil, contents newContents: Int? = nil) {
+            // Equal contents notify nothing: the same state (not a failure, which replaces its
+            // error), no new contents, and no invalidation or stale announcement forgotten. A
+            // success still confirms.
+            if newState == state, newState != .didFailToSync, newContents == nil || newContents == contents,
+                newState != .didSyncSuccessfully || (!isInvalidated && !isStaleAnnounced)
+            {
+                if newState == .didSyncSuccessfully { confirm() }
+                return
+            }
             let endsSync = state == .syncing && newState != .syncing
             if newState == .syncing, state != .syncing {
                 // `setSyncing()`: a sync the loadable did not begin, without a watchdog.
@@ -253,10 +262,13 @@ extension LoadableFreshnessModelTests {
             }
         }
 
-        func write(_ value: Int) {
+        /// `setContents` (`comparing`: equal contents, with nothing forgotten, notify nothing) and
+        /// `updateContents` (always a change).
+        func write(_ value: Int, comparing: Bool) {
+            let changesNothing = comparing && value == contents && !isInvalidated && !isStaleAnnounced
             contents = value
             confirm()
-            notify()
+            if !changesNothing { notify() }
         }
 
         // MARK: Time
@@ -341,8 +353,8 @@ extension LoadableFreshnessModelTests {
             case .setMaxAge(let seconds): maxAge = seconds.map { .seconds($0) }
             case .setSyncTimeout(let seconds): syncTimeout = seconds.map { .seconds($0) }
             case .setSlowSyncAfter(let seconds): slowSyncAfter = seconds.map { .seconds($0) }
-            case .setContents(let value): write(value)
-            case .updateContents(let value): if let contents { write(contents + value) }
+            case .setContents(let value): write(value, comparing: true)
+            case .updateContents(let value): if let contents { write(contents + value, comparing: false) }
             case .setCancelBehavior(let behavior): cancelBehavior = behavior
             }
             if let maxAge, let age, age == maxAge { coverage.staleAtExactlyMaxAge += 1 }

@@ -40,6 +40,12 @@ extension LoadableModelTests {
         }
 
         func update(_ newState: LoadableState, errorCode: Int?, isError: Bool, contents: Int?? = .none) {
+            // A setter that changes nothing a reader can see notifies nothing ("Equal contents
+            // notify nothing"): the same state (not a failure, which replaces its error) and no
+            // contents, or contents equal to those shown.
+            let keepsContents: Bool
+            if case .some(let value) = contents { keepsContents = value == self.contents } else { keepsContents = true }
+            if newState == state, newState != .didFailToSync, keepsContents { return }
             if newState == .syncing, state != .syncing { before = (state, self.errorCode, self.isError) }
             if newState != .syncing { awaitingDoSync = false }
             state = newState

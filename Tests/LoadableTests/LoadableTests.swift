@@ -99,7 +99,10 @@ struct LoadableTests {
         }
     }
 
-    @Test("every setter notifies, even without a change of state")
+    // Was "every setter notifies, even without a change of state": since "Equal contents notify
+    // nothing", a setter that changes nothing a reader can see tells nobody; new contents and
+    // `notifyDidChange()` still notify without a change of state.
+    @Test("a setter notifies when it changes something; notifyDidChange() always")
     func settersNotify() {
         let loadable = ManualLoadable()
         let recorder = Recorder()
@@ -107,12 +110,14 @@ struct LoadableTests {
             loadable.setSyncing()
             loadable.setDidSyncSuccessfully(1)
             loadable.setDidSyncSuccessfully()
+            loadable.setDidSyncSuccessfully(1)
+            loadable.setDidSyncSuccessfully(2)
             loadable.notifyDidChange()
             loadable.setIdle()
             loadable.setIdle()
             #expect(
                 recorder.states == [
-                    .syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle, .idle,
+                    .syncing, .didSyncSuccessfully, .didSyncSuccessfully, .didSyncSuccessfully, .idle,
                 ])
         }
     }

@@ -67,10 +67,12 @@ extension MutationModelTests {
                 notifications += 1
             case .syncSucceeds(let newBase):
                 let wasSyncing = state == .syncing
+                // Equal contents notify nothing: the same state, the same base, nothing forgotten.
+                let changesNothing = state == .didSyncSuccessfully && base == newBase && !invalidated
                 base = newBase
                 invalidated = false
                 state = .didSyncSuccessfully
-                notifications += 1
+                if !changesNothing { notifications += 1 }
                 if wasSyncing { endSync() }
             case .syncFails:
                 let wasSyncing = state == .syncing
@@ -78,9 +80,11 @@ extension MutationModelTests {
                 notifications += 1
                 if wasSyncing { endSync() }
             case .setContents(let newBase):
+                // Equal contents notify nothing, unless the write forgets an invalidation.
+                let changesNothing = base == newBase && !invalidated
                 base = newBase
                 invalidated = false
-                notifications += 1
+                if !changesNothing { notifications += 1 }
             }
         }
     }

@@ -20,6 +20,8 @@ struct ObservationTests {
         return counter
     }
 
+    // Case 1 (`contents`) used to be reported too: since "Equal contents notify nothing",
+    // Observation tracks the contents apart, and a sync starting changes only the state.
     @Test("reading loadableState tracks state changes", arguments: 0..<4)
     func tracksEachProperty(property: Int) {
         let loadable = ManualLoadable()
@@ -33,12 +35,14 @@ struct ObservationTests {
         }
         #expect(counter.count == 0)
         loadable.sync()
-        #expect(counter.count == 1)
+        #expect(counter.count == (property == 1 ? 0 : 1))
     }
 
     @Test("every setter and notifyDidChange is reported", arguments: 0..<6)
     func settersReported(setter: Int) {
         let loadable = ManualLoadable(contents: 1)
+        // Syncing first for `setIdle()`: an idle loadable moved to idle again tells nobody.
+        if setter == 4 { loadable.setSyncing() }
         let counter = track { _ = loadable.snapshot }
         switch setter {
         case 0: loadable.setSyncing()

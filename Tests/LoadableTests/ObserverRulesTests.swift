@@ -111,8 +111,9 @@ struct ObserverRulesTests {
                 loadable.setDidSyncSuccessfully(1)
             }
         ) {
-            loadable.setIdle()
-            #expect(seen == [.idle, .didSyncSuccessfully])
+            // Not `setIdle()`: an idle loadable moved to idle again notifies nothing.
+            loadable.setDidFailToSync(nil)
+            #expect(seen == [.didFailToSync, .didSyncSuccessfully])
         }
     }
 

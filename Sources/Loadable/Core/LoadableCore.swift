@@ -202,6 +202,12 @@ package final class LoadableCore {
         storedFreshness.subtract([.invalidated, .staleByAgeAnnounced])
     }
 
+    /// Whether a confirmation now (``confirmContents()``) would change what a reader sees of the
+    /// freshness: it forgets an invalidation or a stale announcement.
+    package var confirmationChangesFreshness: Bool {
+        !storedFreshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced])
+    }
+
     /// Records contents restored from a cache, confirmed `age` ago: they are as old as the cache
     /// says, so freshness judges their real age. An invalidation stays; a stale announcement is
     /// forgotten. Not a change of the base contents (nothing is saved).
@@ -280,7 +286,7 @@ package final class LoadableCore {
 
     /// Tells Observation of a change that observers are not notified of (``isInUse``).
     package func changeForObservationOnly() {
-        guard let observation = storedExtras?.observation else { return }
+        guard let observation = storedExtras?.observation, observation.tracksState else { return }
         observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
         observation.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
     }
@@ -288,33 +294,81 @@ package final class LoadableCore {
     // MARK: - Observation
 
     // Hot paths: a change costs one Observation mutation (`willSet` + `didSet`, what
-    // `withMutation` does, without its closure) and one notification round; a read costs one
-    // `access`. Nothing here allocates once the registrar exists.
+    // `withMutation` does, without its closure) and one notification round, and one more
+    // mutation when it changed the contents; a read costs one `access`. A key that no read ever
+    // tracked is not mutated at all. Nothing here allocates once the registrar exists.
 
-    /// Tells Observation that the loadable was read (every public getter calls it), unless
-    /// ``readUntracked(_:)`` runs.
+    /// Tells Observation that the loadable's state was read (every public getter but the
+    /// contents' calls it), unless ``readUntracked(_:)`` runs.
     package func trackAccess() {
         guard !Self.isReadingUntracked else { return }
         let observation = storedExtras?.observation ?? ObservationState.made(in: &extrasForWriting.observation)
+        observation.tracksState = true
         observation.registrar.access(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Tells Observation that the loadable's contents were read (the `contents` getter calls it),
+    /// unless ``readUntracked(_:)`` runs.
+    ///
+    /// A key of its own: a reader of the contents alone is told of a change of the contents
+    /// (``willChangeContents()``), not of every change of the state.
+    package func trackContentsAccess() {
+        guard !Self.isReadingUntracked else { return }
+        let observation = storedExtras?.observation ?? ObservationState.made(in: &extrasForWriting.observation)
+        observation.tracksContents = true
+        observation.registrar.access(ObservationKey(), keyPath: ObservationKey.contentsKeyPath)
     }
 
     /// Whether the loadable has an Observation registrar (something read it through a tracked
     /// getter): for tests that check that bookkeeping reads without tracking.
     package var hasObservationRegistrar: Bool { storedExtras?.observation != nil }
 
-    /// Begins a change: tells Observation.
+    /// Whether an Observation read of the contents was ever tracked: only then does a write of
+    /// contents need to know whether they changed, for Observation's sake.
+    package var isContentsObserved: Bool { storedExtras?.observation?.tracksContents == true }
+
+    /// Begins a change: tells Observation (readers of the state, every getter but the contents').
     package func willChange() {
-        storedExtras?.observation?.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+        guard let observation = storedExtras?.observation, observation.tracksState else { return }
+        observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+    }
+
+    /// Begins a change of the contents, inside a change begun with ``willChange()``: tells
+    /// Observation's readers of the contents. The change must end with
+    /// ``didChange(_:changedContents:)`` and `changedContents: true`.
+    package func willChangeContents() {
+        guard let observation = storedExtras?.observation, observation.tracksContents else { return }
+        observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.contentsKeyPath)
     }
 
     /// Ends a change: tells Observation, calls the immediate observers (what follows this
     /// loadable), then notifies observers with `subject`.
-    package func didChange(_ subject: NotificationSubject) {
-        storedExtras?.observation?.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
-        if observers.hasImmediateObservers { callImmediateObservers(subject) }
+    ///
+    /// - Parameters:
+    ///   - subject: The loadable, as observers get it.
+    ///   - changedContents: Whether the change began with ``willChangeContents()``: Observation's
+    ///     readers of the contents are told too, and what follows this loadable learns that the
+    ///     contents may have changed (``followedChangeMayHaveChangedContents``). `false`: they did
+    ///     not change.
+    package func didChange(_ subject: NotificationSubject, changedContents: Bool = false) {
+        if let observation = storedExtras?.observation {
+            if changedContents, observation.tracksContents {
+                observation.registrar.didSet(ObservationKey(), keyPath: ObservationKey.contentsKeyPath)
+            }
+            if observation.tracksState {
+                observation.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
+            }
+        }
+        if observers.hasImmediateObservers { callImmediateObservers(subject, changedContents: changedContents) }
         notify(subject)
     }
+
+    /// While the immediate observers of a loadable run (what follows it: a mapped loadable, a
+    /// proxy, a group), whether its change may have changed its contents; `true` anywhere else
+    /// (an observer called in a round cannot tell).
+    ///
+    /// A mapped loadable reads it to skip its transform when only the state changed.
+    @exclusivity(unchecked) package private(set) static var followedChangeMayHaveChangedContents = true
 
     /// Set while ``readUntracked(_:)`` runs: reads of every loadable of the package then do not
     /// tell Observation.
@@ -401,11 +455,13 @@ package final class LoadableCore {
         var core: LoadableCore
         var subject: NotificationSubject
         var isImmediate: Bool
+        /// For immediate calls: whether the change may have changed the contents.
+        var changedContents = true
 
         @MainActor @inline(__always)
         func run() {
             if isImmediate {
-                core.runImmediateCalls(subject)
+                core.runImmediateCalls(subject, changedContents: changedContents)
             } else {
                 // A round that waited shows every change made meanwhile: no extra round for them.
                 core.observers.clearQueuedRound()
@@ -427,8 +483,8 @@ package final class LoadableCore {
     }
 
     /// Calls the immediate observers with `subject`, in the order they were added.
-    private func callImmediateObservers(_ subject: NotificationSubject) {
-        runNested(subject, isImmediate: true)
+    private func callImmediateObservers(_ subject: NotificationSubject, changedContents: Bool) {
+        runNested(subject, isImmediate: true, changedContents: changedContents)
     }
 
     /// Runs a round (or the immediate calls) now, one level deeper, or queues it when the nesting
@@ -438,9 +494,10 @@ package final class LoadableCore {
     /// needed (making it on every notification costs about 400 instructions: it retains the core
     /// and the subject).
     @inline(__always)
-    private func runNested(_ subject: NotificationSubject, isImmediate: Bool) {
+    private func runNested(_ subject: NotificationSubject, isImmediate: Bool, changedContents: Bool = true) {
         guard Self.nestingDepth < Self.maxNestingDepth else {
-            Self.deferredRounds.append(DeferredRound(core: self, subject: subject, isImmediate: isImmediate))
+            Self.deferredRounds.append(
+                DeferredRound(core: self, subject: subject, isImmediate: isImmediate, changedContents: changedContents))
             return
         }
         // Keep the loadable alive until its observers were called, even if one of them releases
@@ -453,7 +510,7 @@ package final class LoadableCore {
             #endif
         }
         Self.nestingDepth += 1
-        if isImmediate { runImmediateCalls(subject) } else { runRounds(subject) }
+        if isImmediate { runImmediateCalls(subject, changedContents: changedContents) } else { runRounds(subject) }
         Self.nestingDepth -= 1
         if Self.nestingDepth == Self.maxNestingDepth - 1, !Self.deferredRounds.isEmpty {
             Self.runDeferredRounds()
@@ -461,8 +518,11 @@ package final class LoadableCore {
     }
 
     /// The loop of ``callImmediateObservers(_:)``.
-    private func runImmediateCalls(_ subject: NotificationSubject) {
+    private func runImmediateCalls(_ subject: NotificationSubject, changedContents: Bool) {
         let subject = subject.loadable
+        let outerChangedContents = Self.followedChangeMayHaveChangedContents
+        Self.followedChangeMayHaveChangedContents = changedContents
+        defer { Self.followedChangeMayHaveChangedContents = outerChangedContents }
         let end = observers.beginImmediateCalls()
         var index = 0
         while index < end {
@@ -527,8 +587,9 @@ package struct NotificationSubject {
     }
 }
 
-/// The one property Observation tracks for every loadable: every getter reads it, every change
-/// mutates it.
+/// The two properties Observation tracks for every loadable: `anyProperty` for the state (every
+/// getter but the contents' reads it, every change mutates it) and `contents` for the contents
+/// (the `contents` getter reads it, a change of the contents mutates it too).
 ///
 /// Observation keeps tracked properties per registrar (each loadable has its own) and key path; it
 /// never uses the subject instance, only its type. The key path is rooted here, at a non-generic
@@ -537,9 +598,12 @@ package struct NotificationSubject {
 /// microseconds), while this one is built once.
 private struct ObservationKey: Observable {
     var anyProperty: Void { () }
+    var contents: Void { () }
 
     /// `\.anyProperty`, built once.
     @MainActor static let keyPath: KeyPath<ObservationKey, Void> = \.anyProperty
+    /// `\.contents`, built once.
+    @MainActor static let contentsKeyPath: KeyPath<ObservationKey, Void> = \.contents
 }
 
 /// An Observation registrar in a box, so that it can be created on first use and checked cheaply
@@ -547,6 +611,13 @@ private struct ObservationKey: Observable {
 /// on each use). Loadables keep theirs in their core; stores and outboxes keep one too.
 package final class ObservationState {
     package let registrar = ObservationRegistrar()
+    // Unchecked: main-actor only, and every access is instantaneous (left checked, they cost each
+    // change two runtime calls).
+    /// Whether a read of a loadable's state was ever tracked: until then, a change of it has no
+    /// reader to tell.
+    @exclusivity(unchecked) package var tracksState = false
+    /// Whether a read of a loadable's contents was ever tracked.
+    @exclusivity(unchecked) package var tracksContents = false
 
     package init() {}
 

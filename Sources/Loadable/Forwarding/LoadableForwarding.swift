@@ -53,7 +53,11 @@ package protocol LoadableFollowing: LoadableForwarding {
 }
 
 extension LoadableForwarding {
-    package func followedDidNotify() { announceChange() }
+    package func followedDidNotify() {
+        // Readers of this loadable's contents track ``followed``'s too, but one that is not built
+        // on a core may not tell Observation: its readers are told here when they may have changed.
+        announceChange(changesContents: LoadableCore.followedChangeMayHaveChangedContents)
+    }
 
     package static var followedNeverChanges: Bool { false }
 
@@ -64,13 +68,28 @@ extension LoadableForwarding {
         core.trackAccess()
     }
 
+    /// Tells Observation of a read of this loadable's own contents (mutated when ``followed`` is
+    /// replaced), unless ``followed`` never changes and there is one. A change of the contents of
+    /// ``followed`` reaches the reader through ``followed``'s own tracked getter.
+    private func trackForwardedContentsAccess() {
+        if Self.followedNeverChanges, followed != nil { return }
+        core.trackContentsAccess()
+    }
+
     /// Tells Observation and the observers that this loadable changed, running `update` (values
     /// derived from ``followed``) after Observation's `willSet` and before the observers.
+    ///
+    /// - Parameters:
+    ///   - changesContents: Whether the contents this loadable shows change too (it stands for
+    ///     another loadable now): readers of its contents are told. A change of ``followed``'s
+    ///     contents reaches them through ``followed``'s getter.
+    ///   - update: Updates values derived from ``followed``.
     @inline(__always)
-    package func announceChange(_ update: () -> Void = {}) {
+    package func announceChange(changesContents: Bool = false, _ update: () -> Void = {}) {
         core.willChange()
+        if changesContents { core.willChangeContents() }
         update()
-        core.didChange(NotificationSubject(self))
+        core.didChange(NotificationSubject(self), changedContents: changesContents)
     }
 }
 
@@ -167,7 +186,7 @@ extension LoadableForwarding {
 extension LoadableForwarding where Followed: ContentsLoadable {
     /// ``followed``'s contents, read for a public getter; `nil` without it.
     package var forwardedContents: Followed.Contents? {
-        trackForwardedAccess()
+        trackForwardedContentsAccess()
         return followed?.contents
     }
 }

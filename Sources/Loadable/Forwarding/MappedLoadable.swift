@@ -4,7 +4,11 @@ public import Observation
 ///
 /// Made by ``ContentsLoadable/map(_:)``. Its state, error and availability are the source's; its
 /// contents are `transform(source.contents)`, computed when the source notifies with contents
-/// available (and once at creation). It holds the source strongly.
+/// available that may have changed (and once at creation). It holds the source strongly.
+///
+/// A change of the source's state alone does not run `transform`, and is not told to readers of
+/// ``contents``; neither is new transformed contents equal to the old, when `Contents` is
+/// `Equatable`. Observers are told of every change of the source.
 ///
 /// Isolated to the main actor; observers are called on the main actor.
 ///
@@ -38,19 +42,33 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     /// Recomputes the contents from the source's, read untracked (following the source is not a
     /// read by a view).
     package func refreshDerivedContents() {
-        let (isSourceContentsAvailable, sourceContents) = LoadableCore.readUntracked {
-            (source.isContentsAvailable, source.contents)
-        }
-        if isSourceContentsAvailable, let sourceContents {
-            storedContents = transform(sourceContents)
-        } else if !isSourceContentsAvailable {
+        _ = refreshContents(sourceContentsMayHaveChanged: true)
+    }
+
+    /// Recomputes the contents from the source's, read untracked, when the source's contents may
+    /// have changed or it gained or lost contents; calls ``LoadableCore/willChangeContents()``
+    /// before storing different ones. Returns whether it did.
+    private func refreshContents(sourceContentsMayHaveChanged: Bool) -> Bool {
+        let isSourceContentsAvailable = LoadableCore.readUntracked { source.isContentsAvailable }
+        guard isSourceContentsAvailable else {
+            guard storedContents != nil else { return false }
+            core.willChangeContents()
             storedContents = nil
+            return true
         }
+        guard sourceContentsMayHaveChanged || storedContents == nil,
+            let sourceContents = LoadableCore.readUntracked({ source.contents })
+        else { return false }
+        let newContents = transform(sourceContents)
+        if let storedContents, areEqualIfEquatable(storedContents, newContents) { return false }
+        core.willChangeContents()
+        storedContents = newContents
+        return true
     }
 
     /// The transformed contents; kept while the source keeps its contents.
     public var contents: Contents? {
-        core.trackAccess()
+        core.trackContentsAccess()
         return storedContents
     }
 
@@ -81,6 +99,15 @@ extension MappedLoadable: LoadableDeriving, LoadableFollowing {
     /// The source.
     package var followed: Source? { source }
     package var hasDerivedContents: Bool { storedContents != nil }
+
+    /// Recomputes the contents when the source's may have changed, then notifies; readers of the
+    /// contents are told only when they changed.
+    package func followedDidNotify() {
+        core.willChange()
+        let changedContents = refreshContents(
+            sourceContentsMayHaveChanged: LoadableCore.followedChangeMayHaveChangedContents)
+        core.didChange(NotificationSubject(self), changedContents: changedContents)
+    }
 }
 
 extension MappedLoadable: @MainActor CustomStringConvertible {

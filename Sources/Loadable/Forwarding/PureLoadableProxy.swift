@@ -41,7 +41,8 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
             followedDidChange(from: oldValue) {
                 if let newValue { targetWillBeObserved(newValue) }
             }
-            forwardChange()
+            // Other contents shown: their readers are told.
+            announceChange(changesContents: true) { proxyDidChange() }
         }
     }
     /// ``target``, read without telling Observation.

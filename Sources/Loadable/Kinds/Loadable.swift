@@ -186,11 +186,14 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// already called `doSync()` for itself, clearing the flag).
     ///
     /// The one way into a sync: ``sync()`` and the sync that follows an invalidated one.
-    private func beginSyncAndNotify() {
+    ///
+    /// - Parameter changedContents: Whether the change began with
+    ///   ``LoadableCore/willChangeContents()`` too (the result of the sync that ended in it).
+    private func beginSyncAndNotify(changedContents: Bool = false) {
         core.store(state: .syncing, error: nil)
         core.isSyncAwaitingDoSync = true
         if let extras = core.extras, extras.hasWatchdog { startWatchdog(extras) }
-        core.didChange(NotificationSubject(self))
+        core.didChange(NotificationSubject(self), changedContents: changedContents)
         guard storedState == .syncing, core.isSyncAwaitingDoSync else { return }
         core.isSyncAwaitingDoSync = false
         doSync()
@@ -249,26 +252,26 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
 
     // MARK: - Freshness bookkeeping
 
-    override func notifyAfterFreshnessChange(endingSync: Bool) {
+    override func notifyAfterFreshnessChange(endingSync: Bool, changedContents: Bool) {
         if endingSync {
             core.freshness.remove(.slowSync)
             if core.freshness.contains(.pendingSync) {
-                restartAfterInvalidation()
+                restartAfterInvalidation(changedContents: changedContents)
                 return
             }
         }
         scheduleTimer()
-        core.didChange(NotificationSubject(self))
+        core.didChange(NotificationSubject(self), changedContents: changedContents)
     }
 
     /// The sync that just ended was invalidated while it ran: its result is stored (the caller
     /// did that), and the next sync begins in the same notification, so observers see the new
     /// contents while still `syncing`, and an awaiting caller waits for the fresh answer.
-    private func restartAfterInvalidation() {
+    private func restartAfterInvalidation(changedContents: Bool) {
         core.freshness.remove(.pendingSync)
         core.freshness.insert(.invalidated)
         willBeginSync()
-        beginSyncAndNotify()
+        beginSyncAndNotify(changedContents: changedContents)
     }
 
     /// A commit changed the base contents while this sync runs, which may have started before

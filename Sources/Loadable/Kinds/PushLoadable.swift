@@ -9,7 +9,8 @@ public import Observation
 ///
 /// Isolated to the main actor; observers are called on the main actor. It conforms to
 /// `Observable`, so a SwiftUI view (or `withObservationTracking`) that reads ``loadableState``,
-/// ``contents``, ``error`` or ``isContentsAvailable`` is updated after every change.
+/// ``error`` or ``isContentsAvailable`` is updated after every change, and one that reads
+/// ``contents`` alone after every change of the contents.
 ///
 /// ```swift
 /// final class ChatFeed {
@@ -22,8 +23,12 @@ public import Observation
 /// }
 /// ```
 ///
-/// Every setter notifies observers, even when the value does not change (a repeated
-/// ``setDidSyncSuccessfully()`` announces changed contents).
+/// A setter that changes nothing a reader can see notifies nothing: when `Contents` is `Equatable`,
+/// contents equal to those shown are no change of the contents (they are still confirmed: the
+/// ``Loadable/age`` restarts), and the same state again (``setIdle()`` while idle, a success while
+/// successful) tells no observer. A repeated ``setDidFailToSync(_:)`` still replaces the error and
+/// notifies; ``notifyDidChange()`` always notifies. See "Equal contents notify nothing" in
+/// <doc:Concepts>.
 @MainActor
 open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor CustomStringConvertible {
     // The core first, the generic contents (whose size only the runtime knows) last, so that the
@@ -57,10 +62,13 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// The contents, kept across re-syncs and failures. Changes only through the setters and
     /// ``mutate(optimistic:commit:reconcile:)``.
     ///
+    /// Observation tracks it apart from the rest of the loadable: a reader of it alone is told of
+    /// changes of the contents, not of the state.
+    ///
     /// While optimistic changes are pending, these are the base contents (what was last synced or
     /// written) with every pending change applied, in the order the changes began.
     public final var contents: Contents? {
-        core.trackAccess()
+        core.trackContentsAccess()
         return storedContents
     }
 
@@ -126,12 +134,17 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     // MARK: - Setters
 
-    /// Moves to ``LoadableState/syncing`` and notifies. The error is cleared; contents stay.
+    /// Moves to ``LoadableState/syncing`` and notifies (nothing when syncing already). The error is
+    /// cleared; contents stay.
     public final func setSyncing() {
         update(state: .syncing, error: nil)
     }
 
     /// Stores `contents`, moves to ``LoadableState/didSyncSuccessfully`` and notifies.
+    ///
+    /// Contents equal to those shown (`Contents` is `Equatable`) stay as they are and are not told
+    /// to readers of ``contents``; when the state was ``LoadableState/didSyncSuccessfully``
+    /// already, nothing is notified at all (the contents are still confirmed).
     ///
     /// - Parameter contents: The new contents.
     public final func setDidSyncSuccessfully(_ contents: Contents) {
@@ -140,8 +153,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Moves to ``LoadableState/didSyncSuccessfully`` keeping the contents, and notifies.
     ///
-    /// Use it after changing contents that ``isContentsAvailable`` accounts for. Calling it while
-    /// no contents are available is a programmer error and stops the program.
+    /// The contents are confirmed as they are (an HTTP `304`): readers of ``contents`` are not
+    /// told, and when the state was ``LoadableState/didSyncSuccessfully`` already, nobody is. To
+    /// announce contents changed in place, call ``notifyDidChange()``. Calling it while no
+    /// contents are available is a programmer error and stops the program.
     public final func setDidSyncSuccessfully() {
         // Untracked: a setter is not a read for Observation.
         guard core.readUntracked({ isContentsAvailable }) else {
@@ -163,7 +178,8 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         update(state: .didFailToSync, error: error)
     }
 
-    /// Moves to ``LoadableState/idle`` and notifies. The error is cleared; contents stay.
+    /// Moves to ``LoadableState/idle`` and notifies (nothing when idle already). The error is
+    /// cleared; contents stay.
     public final func setIdle() {
         update(state: .idle, error: nil)
     }
@@ -173,17 +189,27 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// The state, the error and any running sync are left alone (a later sync result still
     /// lands); the contents count as just confirmed (the age restarts and an invalidation is
-    /// forgotten). Notifies once.
+    /// forgotten). Notifies once; contents equal to those shown (`Contents` is `Equatable`) are
+    /// confirmed without a notification, unless an invalidation is forgotten (then readers of the
+    /// state are told, readers of ``contents`` are not).
     ///
     /// - Parameter contents: The new contents.
     public final func setContents(_ contents: Contents) {
+        if keepsEqualBase(contents, stateKept: true) {
+            confirmEqualBase()
+            return
+        }
         core.willChange()
+        core.willChangeContents()
         storeBaseContents(contents)
         confirmBaseContentsChange(origin: .local)
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: true)
     }
 
     /// Changes the contents in place without a sync, as ``setContents(_:)`` does.
+    ///
+    /// Always a change of the contents, even when `body` leaves them equal: telling that apart
+    /// would need a copy made before `body` runs.
     ///
     /// Does nothing when there are no contents. While `body` runs, the contents are taken out of
     /// the loadable (so that changing them copies nothing): reading ``contents`` inside `body`
@@ -200,10 +226,13 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         if let changes = pendingChanges { taken = changes.base.take() } else { taken = storedContents.take() }
         guard var contents = taken else { return }
         body(&contents)
+        // Always a change of the contents: telling an equal result apart would need a copy made
+        // before `body`, which would make every change in place copy the whole contents.
         core.willChange()
+        core.willChangeContents()
         storeBaseContents(contents)
         confirmBaseContentsChange(origin: .local)
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: true)
     }
 
     /// Sets contents restored from a cache, confirmed `age` ago, without changing the state or
@@ -213,10 +242,16 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   - contents: The restored contents.
     ///   - age: How long ago they were confirmed; ``Loadable/age`` continues from it.
     package final func restoreContents(_ contents: Contents, age: Duration) {
+        // Equal contents stay, but their age is the cache's now, which may make them stale:
+        // observers are told, readers of the contents are not.
+        let changesContents = !keepsEqualBase(contents, stateKept: true)
         core.willChange()
-        storeBaseContents(contents)
+        if changesContents {
+            core.willChangeContents()
+            storeBaseContents(contents)
+        }
         core.confirmRestoredContents(age: age)
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: changesContents)
     }
 
     /// Stores contents that are not a confirmation, and notifies once: the state, the error, the
@@ -226,10 +261,17 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// must neither make old contents look fresh nor count as a success or a failure.
     ///
     /// - Parameter contents: The new contents.
+    ///
+    /// Equal contents (an empty page) stay, and only their readers are not told: the caller
+    /// changed its own fields (the paging state) with them.
     final func storeUnconfirmedContents(_ contents: Contents) {
+        let changesContents = !keepsEqualBase(contents, stateKept: true)
         core.willChange()
-        storeBaseContents(contents)
-        finishChange(endingSync: false)
+        if changesContents {
+            core.willChangeContents()
+            storeBaseContents(contents)
+        }
+        finishChange(endingSync: false, changedContents: changesContents)
     }
 
     /// Changes the contents in place without confirming them, for a loadable that keeps its own
@@ -253,10 +295,11 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             return
         }
         core.willChange()
+        core.willChangeContents()
         storedContents = taken
         core.hasContents = taken != nil
         beforeNotifying()
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: true)
     }
 
     // MARK: - Optimistic changes
@@ -397,8 +440,11 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         guard changes.base != nil else { return }
         applyPendingChanges(changes)
         guard changedShown || (changes.layers.first { $0.id == id }?.changesContents ?? false) else { return }
+        // Told after the contents changed: the new change had to be applied to know whether it
+        // concerns them.
         core.willChange()
-        finishChange(endingSync: false)
+        core.willChangeContents()
+        finishChange(endingSync: false, changedContents: true)
     }
 
     /// Adds a pending change; `concern` is `nil` for `mutate`'s, which always change the contents.
@@ -433,8 +479,9 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             return id
         }
         core.willChange()
+        core.willChangeContents()
         storedContents = shown
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: true)
         return id
     }
 
@@ -483,8 +530,9 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             return
         }
         core.willChange()
+        core.willChangeContents()
         showBaseAfterRemoval(changes)
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: true)
     }
 
     /// Applies the pending change `id` to the base contents, as a committed
@@ -505,6 +553,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             return
         }
         core.willChange()
+        core.willChangeContents()
         removeLayer(at: index, of: changes)
         showBaseAfterRemoval(changes)
         core.hasContents = true
@@ -512,7 +561,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
             confirmBaseContentsChange(origin: .local)
             if storedState == .syncing { baseDidChangeDuringSync() }
         }
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: true)
     }
 
     /// The pending change `id` (with its index), and the base contents taken out to write it into.
@@ -548,8 +597,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         guard let (changes, index, layer, taken) = takeBaseToWrite(change: id) else { return }
         var base = taken
         core.willChange()
-        if reconcile == nil, changes.layers.count == 1 {
-            // The one pending change, applied the same way: what is shown already is the new base.
+        // The one pending change, applied the same way: what is shown already is the new base.
+        let keepsShown = reconcile == nil && changes.layers.count == 1
+        if !keepsShown { core.willChangeContents() }
+        if keepsShown {
             changes.layers.removeAll(keepingCapacity: true)
             core.hasPendingChanges = false
         } else {
@@ -563,16 +614,18 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         // shown, it is the app's guess.
         confirmBaseContentsChange(origin: reconcile == nil ? .local : .server)
         if storedState == .syncing { baseDidChangeDuringSync() }
-        finishChange(endingSync: false)
+        finishChange(endingSync: false, changedContents: !keepsShown)
     }
 
     /// A commit changed the base contents while a sync runs; ``Loadable`` queues one more sync.
     func baseDidChangeDuringSync() {}
 
-    /// Notifies observers that the contents changed in place (the state stays as it is).
+    /// Notifies observers that the contents changed in place (the state stays as it is); readers
+    /// of ``contents`` are told too. Always notifies.
     public final func notifyDidChange() {
         core.willChange()
-        core.didChange(NotificationSubject(self))
+        core.willChangeContents()
+        core.didChange(NotificationSubject(self), changedContents: true)
     }
 
     /// Stores a new state and error, contents untouched, with one Observation mutation, then
@@ -582,12 +635,29 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   - state: The new state.
     ///   - error: The new error; must be `nil` when `state` is ``LoadableState/syncing``.
     package final func update(state: LoadableState, error: (any Error)?) {
+        update(state: state, error: error, confirmingEqualBase: false)
+    }
+
+    /// ``update(state:error:)``; `confirmingEqualBase`: for contents written equal to the base, so
+    /// that a success tells ``LoadableCoreEvent/baseContentsChanged(origin:)`` as a write of them
+    /// does (persistence saves, as for any write).
+    private func update(state: LoadableState, error: (any Error)?, confirmingEqualBase: Bool) {
+        let dropsSentLayers = state == .didSyncSuccessfully && hasSentLayers
+        guard dropsSentLayers || changesWhatReadersSee(state: state) else {
+            // The same state, no error, no contents changed: nothing a reader sees changes, so
+            // nothing is told; a success still confirms the contents.
+            core.store(state: state, error: error)
+            recordOutcome(state, changedBase: confirmingEqualBase)
+            return
+        }
         core.willChange()
+        // Sent layers leaving show the base again.
+        if dropsSentLayers { core.willChangeContents() }
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
-        if state == .didSyncSuccessfully, core.hasPendingChanges { dropSentLayers(reapplying: true) }
-        recordOutcome(state, changedBase: false)
-        finishChange(endingSync: endsSync)
+        if dropsSentLayers { dropSentLayers(reapplying: true) }
+        recordOutcome(state, changedBase: confirmingEqualBase)
+        finishChange(endingSync: endsSync, changedContents: dropsSentLayers)
     }
 
     /// Stores a new state, error and contents with one Observation mutation, then notifies
@@ -598,13 +668,79 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///   - error: The new error; must be `nil` when `state` is ``LoadableState/syncing``.
     ///   - contents: The new contents.
     package final func update(state: LoadableState, error: (any Error)?, contents: Contents) {
+        let dropsSentLayers = state == .didSyncSuccessfully && hasSentLayers
+        if !dropsSentLayers, keepsEqualBase(contents, stateKept: core.state == state && state != .didFailToSync) {
+            // Equal contents: a change of the state only (a success confirms them).
+            update(state: state, error: error, confirmingEqualBase: true)
+            return
+        }
         core.willChange()
+        core.willChangeContents()
         let endsSync = core.state == .syncing && state != .syncing
         core.store(state: state, error: error)
         if state == .didSyncSuccessfully, core.hasPendingChanges { dropSentLayers(reapplying: false) }
         storeBaseContents(contents)
         recordOutcome(state, changedBase: true)
-        finishChange(endingSync: endsSync)
+        finishChange(endingSync: endsSync, changedContents: true)
+    }
+
+    // MARK: - Equal contents
+
+    /// Whether pending optimistic changes include some the server has already (they leave at the
+    /// next successful sync).
+    private var hasSentLayers: Bool {
+        guard let changes = pendingChanges else { return false }
+        return changes.layers.contains(where: \.isSent)
+    }
+
+    /// Whether storing `state` (with a success's confirmation) changes something a reader sees,
+    /// the contents aside: the state; the error (a repeated failure replaces it); the freshness
+    /// (a success forgets an invalidation and a stale announcement).
+    @inline(__always)
+    private func changesWhatReadersSee(state: LoadableState) -> Bool {
+        core.state != state || state == .didFailToSync
+            || (state == .didSyncSuccessfully && core.confirmationChangesFreshness)
+    }
+
+    /// Whether `contents` equal the base contents (`Contents` is `Equatable` and the loadable has
+    /// contents), so that a write of them keeps the contents it has and tells their readers
+    /// nothing.
+    ///
+    /// Compared only when the answer matters: when the write keeps the state (`stateKept`: then
+    /// equal contents spare observers a notification), or when Observation tracks a read of the
+    /// contents. Otherwise `false`, and the write goes on as a change, as it always did: the sync
+    /// cycle of a loadable that only observers and readers of the state follow compares nothing.
+    ///
+    /// With optimistic changes pending, the new base is compared with the base: an equal one
+    /// shows the same contents under the same changes.
+    @inline(__always)
+    private func keepsEqualBase(_ contents: Contents, stateKept: Bool) -> Bool {
+        guard core.hasContents, stateKept || core.isContentsObserved else { return false }
+        return isEqualToBase(contents)
+    }
+
+    /// Whether `contents` equal the base contents; `false` when `Contents` is not `Equatable`, or
+    /// there are none.
+    @inline(never)
+    private func isEqualToBase(_ contents: Contents) -> Bool {
+        if let changes = pendingChanges {
+            guard let base = changes.base else { return false }
+            return areEqualIfEquatable(base, contents)
+        }
+        guard let stored = storedContents else { return false }
+        return areEqualIfEquatable(stored, contents)
+    }
+
+    /// Confirms equal contents written without a sync as any write of them: their age restarts,
+    /// and ``LoadableCoreEvent/baseContentsChanged(origin:)`` is told (persistence saves, an HTTP
+    /// loadable drops its validators). Observers are told only when the confirmation changes the
+    /// freshness (an invalidation or a stale announcement is forgotten); readers of the contents
+    /// never.
+    private func confirmEqualBase() {
+        let changesFreshness = core.confirmationChangesFreshness
+        if changesFreshness { core.willChange() }
+        confirmBaseContentsChange(origin: .local)
+        if changesFreshness { finishChange(endingSync: false) }
     }
 
     /// The base contents were written (not synced): they count as confirmed now, and
@@ -633,18 +769,22 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Ends a change: notifies, through ``notifyAfterFreshnessChange(endingSync:)`` when the
     /// loadable has freshness work to do (a sync pending after this one, a slow sync to clear,
     /// a deadline to set).
+    ///
+    /// - Parameters:
+    ///   - endingSync: Whether the change ends a sync.
+    ///   - changedContents: Whether it began with ``LoadableCore/willChangeContents()``.
     @inline(__always)
-    final func finishChange(endingSync: Bool) {
+    final func finishChange(endingSync: Bool, changedContents: Bool = false) {
         if (endingSync && !core.freshness.isEmpty) || core.extras?.hasDeadlines == true {
-            notifyAfterFreshnessChange(endingSync: endingSync)
+            notifyAfterFreshnessChange(endingSync: endingSync, changedContents: changedContents)
         } else {
-            core.didChange(NotificationSubject(self))
+            core.didChange(NotificationSubject(self), changedContents: changedContents)
         }
     }
 
     /// Notifies observers of a change that has freshness work to do; ``Loadable`` does it.
-    func notifyAfterFreshnessChange(endingSync: Bool) {
-        core.didChange(NotificationSubject(self))
+    func notifyAfterFreshnessChange(endingSync: Bool, changedContents: Bool) {
+        core.didChange(NotificationSubject(self), changedContents: changedContents)
     }
 
     /// Called when the first observer arrived or the last one left, before the public hooks.
