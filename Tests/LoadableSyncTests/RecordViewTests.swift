@@ -284,7 +284,7 @@ import Testing
     @Test func releasingAViewDuringItsOwnNotificationIsSafe() async {
         let tasks = await pulled([TaskRecord(id: "a", title: "A")])
         var view: RecordView<TaskRecord>? = tasks.view(sortedBy: Self.byTitle)
-        weak var weakView = view
+        weak let weakView = view
         let observation = view!.observe { _ in view = nil }
         tasks.update("a") { $0.title = "A2" }
         #expect(weakView == nil)

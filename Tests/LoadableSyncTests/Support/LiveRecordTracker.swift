@@ -7,8 +7,9 @@ import Observation
 /// Each observer call is compared with what the loadable showed at the call before (its contents,
 /// state and error): one where nothing changed is a problem, and so is one that changed only the
 /// state while there are contents (a view or record that gets contents takes
-/// `.didSyncSuccessfully` in the same notification). Observation is tracked the same way, armed again
-/// after every report: a report with nothing changed, and a change with no report, are problems.
+/// `.didSyncSuccessfully` in the same notification). Observation tracks a read of `contents` alone,
+/// armed again after every report: a report with the contents unchanged, and a change of the
+/// contents with no report, are problems (a change of the state alone is not a contents reader's).
 /// ``checkQuiet()`` finds a change that no observer was told of.
 ///
 /// Isolated to the main actor; the loadable's changes are made there.
@@ -99,14 +100,15 @@ final class LiveRecordTracker<Value: Equatable & Sendable> {
     /// Compares what Observation reported with what changed since it was armed; arms it again.
     private func checkObservation() {
         let now = Self.snapshot(of: loadable)
+        // A read of `contents` alone is told of changes of the contents, not of the state.
         if isReported {
             observationReports += 1
-            if now == observed {
+            if now.contents == observed.contents {
                 problems.append(
-                    "Observation report #\(observationReports) with nothing changed: \(describe(now))")
+                    "Observation report #\(observationReports) with the contents unchanged: \(describe(now))")
             }
             arm()
-        } else if now != observed {
+        } else if now.contents != observed.contents {
             problems.append(
                 "Observation not told of the change from \(describe(observed)) to \(describe(now))")
             arm()
