@@ -29,7 +29,7 @@
 /// - **Lifetime.** The view keeps its collection alive; the collection holds its views weakly.
 ///   Release a view to stop its work.
 ///
-/// Reading ``contents`` gives the view's array; an array kept across a change is copied by that
+/// Reading `contents` gives the view's array; an array kept across a change is copied by that
 /// change (copy-on-write), so read it, use it, and let it go.
 ///
 /// Isolated to the main actor.

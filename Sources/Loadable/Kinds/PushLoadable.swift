@@ -27,8 +27,8 @@ public import Observation
 /// contents equal to those shown are no change of the contents (they are still confirmed: the
 /// ``Loadable/age`` restarts), and the same state again (``setIdle()`` while idle, a success while
 /// successful) tells no observer. A repeated ``setDidFailToSync(_:)`` still replaces the error and
-/// notifies; ``notifyDidChange()`` always notifies. See "Equal contents notify nothing" in
-/// <doc:Concepts>.
+/// notifies; ``notifyDidChange()`` always notifies. See "Equal contents notify nothing" in the
+/// Concepts guide (`Docs/Concepts.md`).
 @MainActor
 open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor CustomStringConvertible {
     // The core first, the generic contents (whose size only the runtime knows) last, so that the
