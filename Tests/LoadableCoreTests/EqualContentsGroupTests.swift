@@ -9,22 +9,6 @@ import Testing
 @Suite("Equal contents of a group's member")
 @MainActor
 struct EqualContentsGroupTests {
-    /// Counts the changes Observation reports for one tracked read.
-    private final class ChangeCounter: @unchecked Sendable {
-        var count = 0
-    }
-
-    /// Tracks `read` once and counts the changes Observation reports.
-    private func track(_ read: @escaping @MainActor () -> Void) -> ChangeCounter {
-        let counter = ChangeCounter()
-        withObservationTracking {
-            read()
-        } onChange: {
-            counter.count += 1
-        }
-        return counter
-    }
-
     @Test("a member's equal write that keeps its state notifies neither it nor its group")
     func equalWrite() {
         let member = PushLoadable<Int>()
@@ -64,7 +48,7 @@ struct EqualContentsGroupTests {
         second.setDidSyncSuccessfully(2)
         let sum = LoadableGroup.combine(first, second) { $0 + $1 }
         #expect(sum.contents == 3)
-        let contents = track { _ = sum.contents }
+        let contents = trackObservationChanges { _ = sum.contents }
         first.setDidSyncSuccessfully(1)
         #expect(contents.count == 0)
         first.setContents(5)

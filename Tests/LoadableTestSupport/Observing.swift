@@ -1,4 +1,5 @@
 public import Loadable
+import Observation
 
 /// Runs `body` while `handler` observes `loadable`, and ends the observation when `body` returns.
 ///
@@ -40,4 +41,31 @@ public func observing<Observed: PureLoadable, Result>(
     let observation = loadable.observe(handler)
     defer { observation.cancel() }
     return try await body()
+}
+
+/// The changes Observation reported for one tracked read (at most one: tracking is one-shot).
+public final class ObservationChanges: @unchecked Sendable {
+    /// How many changes were reported.
+    public var count = 0
+}
+
+/// Tracks `read` once with `withObservationTracking` and counts the changes Observation reports.
+///
+/// ```swift
+/// let changes = trackObservationChanges { _ = loadable.contents }
+/// loadable.setSyncing()
+/// #expect(changes.count == 0)
+/// ```
+///
+/// - Parameter read: The reads to track.
+/// - Returns: The counter, updated as Observation reports.
+@MainActor
+public func trackObservationChanges(_ read: @escaping @MainActor () -> Void) -> ObservationChanges {
+    let changes = ObservationChanges()
+    withObservationTracking {
+        read()
+    } onChange: {
+        changes.count += 1
+    }
+    return changes
 }

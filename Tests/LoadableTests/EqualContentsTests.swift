@@ -4,23 +4,6 @@ import LoadableTesting
 import Observation
 import Testing
 
-/// Counts the changes Observation reports for one tracked read.
-private final class ChangeCounter: @unchecked Sendable {
-    var count = 0
-}
-
-/// Tracks `read` once and counts the changes Observation reports.
-@MainActor
-private func track(_ read: @escaping @MainActor () -> Void) -> ChangeCounter {
-    let counter = ChangeCounter()
-    withObservationTracking {
-        read()
-    } onChange: {
-        counter.count += 1
-    }
-    return counter
-}
-
 /// Contents that are not `Equatable`: every write of them is a change.
 private struct Opaque {
     var value: Int
@@ -29,16 +12,16 @@ private struct Opaque {
 /// What the readers of a loadable saw during one step.
 @MainActor
 private struct Readers {
-    let contents: ChangeCounter
-    let state: ChangeCounter
-    let snapshot: ChangeCounter
+    let contents: ObservationChanges
+    let state: ObservationChanges
+    let snapshot: ObservationChanges
     var notifications = 0
 
     /// Tracks `loadable`'s contents, its state and its snapshot, each in its own tracking.
     init<Contents>(of loadable: PushLoadable<Contents>) {
-        contents = track { _ = loadable.contents }
-        state = track { _ = loadable.loadableState }
-        snapshot = track { _ = loadable.snapshot }
+        contents = trackObservationChanges { _ = loadable.contents }
+        state = trackObservationChanges { _ = loadable.loadableState }
+        snapshot = trackObservationChanges { _ = loadable.snapshot }
     }
 }
 
@@ -150,7 +133,7 @@ struct EqualContentsTests {
     @Test("a sync's start and end do not tell a reader of the contents alone")
     func stateChangesSpareContentsReaders() {
         let loadable = synced()
-        let contents = track { _ = loadable.contents }
+        let contents = trackObservationChanges { _ = loadable.contents }
         loadable.sync()
         loadable.setDidFailToSync(TestError("first"))
         loadable.sync()
@@ -270,7 +253,7 @@ struct EqualContentsTests {
         }
         try await pages.synced()
         let readers = Readers(of: pages)
-        let paging = track { _ = pages.nextPageState }
+        let paging = trackObservationChanges { _ = pages.nextPageState }
         pages.loadNextPage()
         try await pages.doneLoadingNextPage()
         #expect(readers.contents.count == 0)
@@ -285,8 +268,8 @@ struct EqualContentsTests {
     func mapped() {
         let loadable = synced()
         let parity = loadable.map { $0 % 2 }
-        let contents = track { _ = parity.contents }
-        let state = track { _ = parity.loadableState }
+        let contents = trackObservationChanges { _ = parity.contents }
+        let state = trackObservationChanges { _ = parity.loadableState }
         var notifications = 0
         observing(parity, { _ in notifications += 1 }) {
             // The source's contents change, the mapped value does not.
@@ -296,7 +279,7 @@ struct EqualContentsTests {
         #expect(state.count == 1)
         #expect(notifications == 1)
         #expect(parity.contents == 1)
-        let changed = track { _ = parity.contents }
+        let changed = trackObservationChanges { _ = parity.contents }
         loadable.setContents(4)
         #expect(changed.count == 1)
         #expect(parity.contents == 0)
@@ -311,7 +294,7 @@ struct EqualContentsTests {
             return Opaque(value: value)
         }
         #expect(transforms == 1)
-        let contents = track { _ = mapped.contents }
+        let contents = trackObservationChanges { _ = mapped.contents }
         loadable.sync()
         loadable.setDidFailToSync(nil)
         #expect(transforms == 1)
@@ -325,7 +308,7 @@ struct EqualContentsTests {
     func proxy() {
         let first = synced()
         let proxy = LoadableProxy<ManualLoadable>(target: first)
-        let contents = track { _ = proxy.contents }
+        let contents = trackObservationChanges { _ = proxy.contents }
         first.sync()
         #expect(contents.count == 0)
         let second = ManualLoadable(contents: 5)

@@ -24,24 +24,6 @@ private struct FreshnessNote: Equatable {
     }
 }
 
-/// Counts the changes Observation reports for one tracked read.
-private final class FreshnessChangeCounter: @unchecked Sendable {
-    var count = 0
-}
-
-/// Tracks `read` once and counts the changes Observation reports (at most one: tracking is
-/// one-shot).
-@MainActor
-private func trackChanges(_ read: @escaping @MainActor () -> Void) -> FreshnessChangeCounter {
-    let counter = FreshnessChangeCounter()
-    withObservationTracking {
-        read()
-    } onChange: {
-        counter.count += 1
-    }
-    return counter
-}
-
 @Suite("Freshness: age, maxAge, isStale, setContents and the failure record")
 @MainActor
 struct FreshnessTests {
@@ -364,7 +346,7 @@ struct FreshnessTests {
         loadable.maxAge = .seconds(10)
         loadable.sync()
         loadable.setDidSyncSuccessfully(1)
-        let counter = trackChanges { _ = loadable.isStale }
+        let counter = trackObservationChanges { _ = loadable.isStale }
         for _ in 0..<5 { await Task.yield() }
         #expect(clock.pendingSleepCount == 0)
         await clock.advance(by: .seconds(20))
@@ -402,7 +384,7 @@ struct FreshnessTests {
         await clock.waitForSleepers()
         await clock.advance(by: .seconds(3))
         token.cancel()
-        let counter = trackChanges { _ = loadable.isStale }
+        let counter = trackObservationChanges { _ = loadable.isStale }
         await clock.advance(by: .seconds(60))
         #expect(counter.count == 0)
         #expect(loadable.isStale)
@@ -444,7 +426,7 @@ struct FreshnessTests {
     @Test("isStale is tracked: invalidate() reports a change")
     func observationIsStaleInvalidate() {
         let loadable = ManualLoadable(contents: 1, clock: clock)
-        let counter = trackChanges { _ = loadable.isStale }
+        let counter = trackObservationChanges { _ = loadable.isStale }
         #expect(counter.count == 0)
         loadable.invalidate()
         #expect(counter.count == 1)
@@ -453,7 +435,7 @@ struct FreshnessTests {
     @Test("isStale is tracked: setting maxAge reports a change to Observation only")
     func observationIsStaleMaxAge() {
         let loadable = ManualLoadable(contents: 1, clock: clock)
-        let counter = trackChanges { _ = loadable.isStale }
+        let counter = trackObservationChanges { _ = loadable.isStale }
         loadable.maxAge = .seconds(1)
         #expect(counter.count == 1)
     }
@@ -465,7 +447,7 @@ struct FreshnessTests {
         await observing(loadable, { _ in }) {
             loadable.sync()
             loadable.setDidSyncSuccessfully(1)
-            let counter = trackChanges { _ = loadable.isStale }
+            let counter = trackObservationChanges { _ = loadable.isStale }
             await clock.waitForSleepers()
             await clock.advance(by: .seconds(10) - .nanoseconds(1))
             #expect(counter.count == 0)
@@ -477,10 +459,10 @@ struct FreshnessTests {
     @Test("age is tracked: setContents and updateContents report a change")
     func observationAge() {
         let loadable = ManualLoadable(contents: 1, clock: clock)
-        let counter = trackChanges { _ = loadable.age }
+        let counter = trackObservationChanges { _ = loadable.age }
         loadable.setContents(2)
         #expect(counter.count == 1)
-        let second = trackChanges { _ = loadable.age }
+        let second = trackObservationChanges { _ = loadable.age }
         loadable.updateContents { $0 += 1 }
         #expect(second.count == 1)
     }
@@ -490,7 +472,7 @@ struct FreshnessTests {
         let loadable = ManualLoadable(clock: clock)
         loadable.slowSyncAfter = .seconds(2)
         loadable.sync()
-        let counter = trackChanges { _ = loadable.isSlowSync }
+        let counter = trackObservationChanges { _ = loadable.isSlowSync }
         await clock.waitForSleepers()
         await clock.advance(by: .seconds(2) - .nanoseconds(1))
         #expect(counter.count == 0)
@@ -503,7 +485,7 @@ struct FreshnessTests {
     func observationFailureRecord(readsCount: Bool) {
         let loadable = ManualLoadable(clock: clock)
         loadable.sync()
-        let counter = trackChanges {
+        let counter = trackObservationChanges {
             if readsCount { _ = loadable.consecutiveFailures } else { _ = loadable.lastError }
         }
         loadable.setDidFailToSync(TestError())

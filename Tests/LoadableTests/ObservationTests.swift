@@ -1,31 +1,17 @@
 import Loadable
+import LoadableTestSupport
 import Observation
 import Testing
 
 @Suite("Observation framework integration")
 @MainActor
 struct ObservationTests {
-    /// Tracks `read` once and counts the changes Observation reports.
-    final class ChangeCounter: @unchecked Sendable {
-        var count = 0
-    }
-
-    private func track(_ read: @escaping @MainActor () -> Void) -> ChangeCounter {
-        let counter = ChangeCounter()
-        withObservationTracking {
-            read()
-        } onChange: {
-            counter.count += 1
-        }
-        return counter
-    }
-
     // Case 1 (`contents`) used to be reported too: since "Equal contents notify nothing",
     // Observation tracks the contents apart, and a sync starting changes only the state.
     @Test("reading loadableState tracks state changes", arguments: 0..<4)
     func tracksEachProperty(property: Int) {
         let loadable = ManualLoadable()
-        let counter = track {
+        let counter = trackObservationChanges {
             switch property {
             case 0: _ = loadable.loadableState
             case 1: _ = loadable.contents
@@ -43,7 +29,7 @@ struct ObservationTests {
         let loadable = ManualLoadable(contents: 1)
         // Syncing first for `setIdle()`: an idle loadable moved to idle again tells nobody.
         if setter == 4 { loadable.setSyncing() }
-        let counter = track { _ = loadable.snapshot }
+        let counter = trackObservationChanges { _ = loadable.snapshot }
         switch setter {
         case 0: loadable.setSyncing()
         case 1: loadable.setDidSyncSuccessfully(2)
