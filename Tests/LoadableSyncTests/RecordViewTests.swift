@@ -69,14 +69,9 @@ import Testing
         let tasks = await pulled([TaskRecord(id: "a", title: "A"), TaskRecord(id: "b", title: "B", done: true)])
         let open = tasks.view(where: Self.open, sortedBy: Self.byTitle)
         func changes(_ body: () -> Void) -> Int {
-            let counter = UncheckedBox(0)
-            withObservationTracking {
-                _ = open.contents
-            } onChange: {
-                counter.value += 1
-            }
+            let changes = trackObservationChanges { _ = open.contents }
             body()
-            return counter.value
+            return changes.count
         }
         #expect(changes { tasks.update("b") { $0.title = "B2" } } == 0)
         #expect(changes { tasks.update("a") { $0.title = "A" } } == 0)
