@@ -260,10 +260,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// For a page appended to a `PagedLoadable`: loading more of a list is not syncing it, so it
     /// must neither make old contents look fresh nor count as a success or a failure.
     ///
-    /// - Parameter contents: The new contents.
-    ///
     /// Equal contents (an empty page) stay, and only their readers are not told: the caller
     /// changed its own fields (the paging state) with them.
+    ///
+    /// - Parameter contents: The new contents.
     final func storeUnconfirmedContents(_ contents: Contents) {
         let changesContents = !keepsEqualBase(contents, stateKept: true)
         core.willChange()
