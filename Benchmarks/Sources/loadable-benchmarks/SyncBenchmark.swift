@@ -23,7 +23,8 @@ func runSync(_ settings: Settings, into report: inout Report) async {
     print("sync: SQLite files in \(syncScratch.path) (TMPDIR moves them), deleted at the end")
     defer { try? FileManager.default.removeItem(at: syncScratch) }
     let count = 100_000
-    let remote = PagedRemote(count: count, pageSize: 1_000)
+    let remote = PagedRemote(
+        (0..<count).map { SyncTask(id: "r\($0)", title: "Task \($0)", done: false, position: $0) }, pageSize: 1_000)
 
     // First pull.
     var pulls: [Duration] = []
@@ -169,69 +170,10 @@ struct SyncTask: Identifiable, Codable, Sendable, Equatable {
     var position: Int
 }
 
-/// An in-process remote: every record and its version, pages made on demand from an array.
-final class PagedRemote: SyncRemote, @unchecked Sendable {
-    private let lock = NSLock()
-    private var records: [RemoteRecord<SyncTask>]
-    private var changedSince: [RemoteRecord<SyncTask>] = []
-    private var version: Int
-    let pageSize: Int
-    private(set) var lastChanged: [RemoteRecord<SyncTask>] = []
-
-    init(count: Int, pageSize: Int) {
-        records = (0..<count).map {
-            RemoteRecord(record: SyncTask(id: "r\($0)", title: "Task \($0)", done: false, position: $0), version: "1")
-        }
-        version = 1
-        self.pageSize = pageSize
-    }
-
-    var all: [RemoteRecord<SyncTask>] { lock.withLock { records } }
-
-    /// Changes `first` records from `offset`: the next delta pull brings them.
+extension PagedRemote<SyncTask> {
+    /// Renames `first` records from `offset` (round `round`): the next delta pull brings them.
     func change(first count: Int, offset: Int, round: Int) {
-        lock.withLock {
-            version += 1
-            var changed: [RemoteRecord<SyncTask>] = []
-            for index in offset..<offset + count {
-                var record = records[index]
-                record.record.title = "Task \(index), round \(round)"
-                record.version = String(version)
-                records[index] = record
-                changed.append(record)
-            }
-            changedSince = changed
-            lastChanged = changed
-        }
-    }
-
-    func pull(since cursor: String?) async throws -> SyncPage<SyncTask> {
-        lock.withLock {
-            if let cursor, let start = Int(cursor.split(separator: ":").last ?? ""), cursor.hasPrefix("full:") {
-                return page(of: records, from: start, prefix: "full:")
-            }
-            if cursor == nil { return page(of: records, from: 0, prefix: "full:") }
-            defer { changedSince = [] }
-            return SyncPage(changed: changedSince, deleted: [], cursor: "v\(version)", hasMore: false)
-        }
-    }
-
-    private func page(of all: [RemoteRecord<SyncTask>], from start: Int, prefix: String) -> SyncPage<SyncTask> {
-        let end = min(start + pageSize, all.count)
-        let hasMore = end < all.count
-        return SyncPage(
-            changed: Array(all[start..<end]), deleted: [], cursor: hasMore ? "\(prefix)\(end)" : "v\(version)",
-            hasMore: hasMore)
-    }
-
-    func push(_ change: RecordChange<SyncTask>, idempotencyKey: String) async throws -> PushResult<SyncTask> {
-        lock.withLock {
-            version += 1
-            guard let record = change.record, let index = Int(record.id.dropFirst()) else { return .deleted }
-            let remote = RemoteRecord(record: record, version: String(version))
-            records[index] = remote
-            return .applied(remote)
-        }
+        change(offset..<offset + count) { record, index in record.title = "Task \(index), round \(round)" }
     }
 }
 

@@ -273,13 +273,13 @@ private func openShapes() -> [ViewShape] {
 /// A collection, its views and their observers' counters.
 @MainActor
 private final class ViewSide {
-    let tasks: SyncedCollection<ViewRemote>
+    let tasks: SyncedCollection<PagedRemote<ViewTask>>
     let views: [RecordView<ViewTask>]
     let notifications: [Counter]
     private let shapes: [ViewShape]
     private let observations: [LoadableObservation]
 
-    init(_ tasks: SyncedCollection<ViewRemote>, shapes: [ViewShape]) {
+    init(_ tasks: SyncedCollection<PagedRemote<ViewTask>>, shapes: [ViewShape]) {
         self.tasks = tasks
         self.shapes = shapes
         views = shapes.map { tasks.view(where: $0.isIncluded, sortedBy: $0.areInIncreasingOrder) }
@@ -385,9 +385,9 @@ private struct SplitMix64: RandomNumberGenerator {
 
 /// A collection of `records` on a fresh `InMemoryLoadableCache`, after its first pull.
 @MainActor
-private func loadedCollection(_ records: [ViewTask]) async -> SyncedCollection<ViewRemote> {
+private func loadedCollection(_ records: [ViewTask]) async -> SyncedCollection<PagedRemote<ViewTask>> {
     let tasks = SyncedCollection(
-        remote: ViewRemote(records), cache: InMemoryLoadableCache(), conflicts: .serverWins,
+        remote: PagedRemote(records, pageSize: 1_000), cache: InMemoryLoadableCache(), conflicts: .serverWins,
         activity: ActivityMonitor())
     await tasks.restored()
     tasks.sync()
@@ -395,52 +395,4 @@ private func loadedCollection(_ records: [ViewTask]) async -> SyncedCollection<V
     await tasks.saved()
     precondition(tasks.contents?.count == records.count, "the first pull showed \(tasks.contents?.count ?? 0) tasks")
     return tasks
-}
-
-/// An in-process remote of tasks: pages sliced from an array, pushes applied at once.
-final class ViewRemote: SyncRemote, @unchecked Sendable {
-    private let lock = NSLock()
-    private var records: [RemoteRecord<ViewTask>]
-    private var changedSince: [RemoteRecord<ViewTask>] = []
-    private var version = 1
-    private let pageSize = 1_000
-
-    init(_ tasks: [ViewTask]) {
-        records = tasks.map { RemoteRecord(record: $0, version: "1") }
-    }
-
-    /// Gives task `index` a new version with the same contents: the next delta pull brings it.
-    func touch(_ index: Int) {
-        lock.withLock {
-            version += 1
-            records[index].version = String(version)
-            changedSince.append(records[index])
-        }
-    }
-
-    func pull(since cursor: String?) async throws -> SyncPage<ViewTask> {
-        lock.withLock {
-            let start = cursor.flatMap { $0.hasPrefix("full:") ? Int($0.dropFirst(5)) : nil }
-            if cursor == nil || start != nil {
-                let start = start ?? 0
-                let end = min(start + pageSize, records.count)
-                let hasMore = end < records.count
-                return SyncPage(
-                    changed: Array(records[start..<end]), deleted: [], cursor: hasMore ? "full:\(end)" : "v\(version)",
-                    hasMore: hasMore)
-            }
-            defer { changedSince = [] }
-            return SyncPage(changed: changedSince, deleted: [], cursor: "v\(version)", hasMore: false)
-        }
-    }
-
-    func push(_ change: RecordChange<ViewTask>, idempotencyKey: String) async throws -> PushResult<ViewTask> {
-        lock.withLock {
-            version += 1
-            guard let record = change.record, let index = Int(record.id.dropFirst()) else { return .deleted }
-            let remote = RemoteRecord(record: record, version: String(version))
-            records[index] = remote
-            return .applied(remote)
-        }
-    }
 }
