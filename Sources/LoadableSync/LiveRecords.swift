@@ -121,7 +121,24 @@ final class LiveRecords<Record: Identifiable & Sendable & Equatable> where Recor
 
     /// Tells every view and record that the collection's state changed.
     func collectionStateDidChange(_ collection: any PureLoadable) {
-        for entry in views { entry.view?.follow(collection) }
-        for entry in records.values { entry.record?.follow(collection) }
+        for entry in views { entry.view?.followState(of: collection) }
+        for entry in records.values { entry.record?.followState(of: collection) }
+    }
+}
+
+extension PushLoadable {
+    /// What a live view or record shows while it has no contents: `.idle` when the collection has
+    /// contents (what it would show is not among them), otherwise the collection's state (idle,
+    /// syncing, failed with its error).
+    func followState(of collection: any PureLoadable) {
+        guard core.readUntracked({ contents == nil }) else { return }
+        let (state, hasContents) = core.readUntracked { (collection.loadableState, collection.isContentsAvailable) }
+        switch state {
+        case _ where hasContents: if core.state != .idle { setIdle() }
+        case .idle where core.state != .idle: setIdle()
+        case .syncing where core.state != .syncing: setSyncing()
+        case .didFailToSync: setDidFailToSync(core.readUntracked { collection.error })
+        case .idle, .syncing, .didSyncSuccessfully: break
+        }
     }
 }

@@ -34,7 +34,7 @@ where Record.ID: Sendable {
         self.collection = collection
         super.init()
         show(record, collectionHasContents: core.readUntracked { state.isContentsAvailable })
-        follow(state)
+        followState(of: state)
     }
 
     /// Shows `record` (`nil`: the collection has none with this id), with its state, in one
@@ -49,19 +49,6 @@ where Record.ID: Sendable {
             contents = record
             if record == nil, collectionHasContents, core.state != .idle { core.store(state: .idle, error: nil) }
             return true
-        }
-    }
-
-    /// Takes the collection's state while neither has the record.
-    func follow(_ collection: any PureLoadable) {
-        guard core.readUntracked({ contents == nil }) else { return }
-        let (state, hasContents) = core.readUntracked { (collection.loadableState, collection.isContentsAvailable) }
-        switch state {
-        case _ where hasContents: if core.state != .idle { setIdle() }
-        case .idle where core.state != .idle: setIdle()
-        case .syncing where core.state != .syncing: setSyncing()
-        case .didFailToSync: setDidFailToSync(core.readUntracked { collection.error })
-        case .idle, .syncing, .didSyncSuccessfully: break
         }
     }
 }

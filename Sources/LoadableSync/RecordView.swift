@@ -53,25 +53,13 @@ where Record.ID: Sendable {
         self.areInIncreasingOrder = areInIncreasingOrder
         super.init()
         rebuild(from: recordsNow())
-        follow(state)
+        followState(of: state)
     }
 
     /// The number of records shown. Observable.
     public var count: Int { contents?.count ?? 0 }
 
     // MARK: - Following the collection
-
-    /// Takes the collection's state while neither has contents.
-    func follow(_ collection: any PureLoadable) {
-        guard core.readUntracked({ contents == nil }) else { return }
-        let state = core.readUntracked { collection.loadableState }
-        switch state {
-        case .idle where core.state != .idle: setIdle()
-        case .syncing where core.state != .syncing: setSyncing()
-        case .didFailToSync: setDidFailToSync(core.readUntracked { collection.error })
-        case .idle, .syncing, .didSyncSuccessfully: break
-        }
-    }
 
     /// Shows the records of `set` that match, sorted: on creation, and when the collection's
     /// contents were replaced as a whole. Notifies only when the result differs.
