@@ -13,7 +13,7 @@ import LoadableTesting
 /// ``FileLoadableCache`` in a fresh directory under the temporary directory (`TMPDIR`), deleted
 /// afterwards.
 ///
-/// - Enqueue + save: on an outbox holding no item (the goal's case) and on one holding 100
+/// - Enqueue + save: on an outbox holding no item (the goal's case) and on one holding 1,000
 ///   pending items (each save appends one journal entry, whatever the queue's length). After
 ///   each timed enqueue, the item is discarded and that save awaited, outside the timed part, so
 ///   that the queue keeps its size and each timed save replaces the outbox's file, as a save of a
