@@ -90,10 +90,31 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // Helpers shared by the caching and SQLite test targets (file-cache fixtures, a persisted
+        // loadable, an outbox on a scripted server); not a product.
+        .target(
+            name: "LoadableCachingTestSupport",
+            dependencies: ["Loadable", "LoadableCaching", "LoadableSyncer", "LoadableTesting", "LoadableTestSupport"],
+            path: "Tests/LoadableCachingTestSupport",
+            swiftSettings: upcomingFeatures
+        ),
+        // Store/, Persistence/, Outbox/ as in Sources/LoadableCaching. LoadableSQLite only for the
+        // two tests that run caching code on a SQLite cache as an app does: the Persistence guide's
+        // move from files to SQLite, and the outbox shared by two processes on each cache kind.
         .testTarget(
             name: "LoadableCachingTests",
             dependencies: [
-                "LoadableCaching", "LoadableSQLite", "CLoadableSQLite", "LoadableGroup", "LoadableSyncer",
+                "LoadableCaching", "LoadableCachingTestSupport", "LoadableSQLite", "LoadableGroup", "LoadableSyncer",
+                "LoadableTesting", "LoadableTestSupport",
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        // SQLiteLoadableCache, and the cache contract suite (CacheContract/), run over every cache
+        // kind the package ships (memory, files, SQLite): the one target that can make all three.
+        .testTarget(
+            name: "LoadableSQLiteTests",
+            dependencies: [
+                "LoadableSQLite", "CLoadableSQLite", "LoadableCaching", "LoadableCachingTestSupport", "LoadableSyncer",
                 "LoadableTesting", "LoadableTestSupport",
             ],
             swiftSettings: upcomingFeatures
@@ -118,7 +139,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoadableTestingTests",
-            dependencies: ["LoadableTesting"],
+            dependencies: ["LoadableTesting", "LoadableTestSupport"],
             swiftSettings: upcomingFeatures
         ),
     ],

@@ -90,12 +90,13 @@ struct NestingTests {
         #expect(PureLoadableGroup.loopSearchSteps - stepsBeforeAssigning <= 2)
 
         var notifications = 0
-        let token = top.observe { _ in notifications += 1 }
-        leaf.setDidSyncSuccessfully(1)
-        #expect(top.loadableState == .didSyncSuccessfully)
-        #expect(top.isContentsAvailable)
-        #expect(notifications == 1)
-        withExtendedLifetime((token, groups)) {}
+        observing(top, { _ in notifications += 1 }) {
+            leaf.setDidSyncSuccessfully(1)
+            #expect(top.loadableState == .didSyncSuccessfully)
+            #expect(top.isContentsAvailable)
+            #expect(notifications == 1)
+        }
+        withExtendedLifetime(groups) {}  // every level, as built, until the end
     }
 
     @Test("10,000 nested groups, built top-down with members =: the loop check costs O(1) per level")

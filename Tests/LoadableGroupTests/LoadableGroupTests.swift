@@ -302,19 +302,21 @@ struct LoadableGroupTests {
         let group = LoadableGroup([a])
         var seenByFirst: [LoadableState] = []
         var seenBySecond: [LoadableState] = []
-        let first = group.addObserver { group in
+        let first: @MainActor (LoadableGroup) -> Void = { group in
             seenByFirst.append(group.loadableState)
             if group.loadableState == .syncing { a.setDidSyncSuccessfully(1) }
         }
-        let second = group.addObserver { group in seenBySecond.append(group.loadableState) }
-        a.setSyncing()
-        // The group follows `a` at every change, so its state is up to date at once and the
-        // second observer already reads it; the group's own notification is queued as one more
-        // round after the current one: no nesting, nothing lost.
-        #expect(seenByFirst == [.syncing, .didSyncSuccessfully])
-        #expect(seenBySecond == [.didSyncSuccessfully, .didSyncSuccessfully])
-        #expect(group.loadableState == .didSyncSuccessfully)
-        withExtendedLifetime((first, second)) {}
+        observing(group, first) {
+            observing(group, { group in seenBySecond.append(group.loadableState) }) {
+                a.setSyncing()
+                // The group follows `a` at every change, so its state is up to date at once and the
+                // second observer already reads it; the group's own notification is queued as one more
+                // round after the current one: no nesting, nothing lost.
+                #expect(seenByFirst == [.syncing, .didSyncSuccessfully])
+                #expect(seenBySecond == [.didSyncSuccessfully, .didSyncSuccessfully])
+                #expect(group.loadableState == .didSyncSuccessfully)
+            }
+        }
     }
 
     @Test("An observer that changes another member while the group notifies gets a second round, not a nested one")
@@ -326,21 +328,23 @@ struct LoadableGroupTests {
         var seenBySecond: [LoadableState] = []
         var depth = 0
         var maxDepth = 0
-        let first = group.addObserver { group in
+        let first: @MainActor (LoadableGroup) -> Void = { group in
             depth += 1
             maxDepth = max(maxDepth, depth)
             seenByFirst.append(group.loadableState)
             if group.loadableState == .syncing { b.setDidFailToSync(TestError("b")) }
             depth -= 1
         }
-        let second = group.addObserver { group in seenBySecond.append(group.loadableState) }
-        a.setSyncing()
-        #expect(seenByFirst == [.syncing, .didFailToSync])
-        // The second observer runs after the change: it reads the latest state in both rounds.
-        #expect(seenBySecond == [.didFailToSync, .didFailToSync])
-        #expect(maxDepth == 1)
-        #expect(group.loadableState == .didFailToSync)
-        withExtendedLifetime((first, second)) {}
+        observing(group, first) {
+            observing(group, { group in seenBySecond.append(group.loadableState) }) {
+                a.setSyncing()
+                #expect(seenByFirst == [.syncing, .didFailToSync])
+                // The second observer runs after the change: it reads the latest state in both rounds.
+                #expect(seenBySecond == [.didFailToSync, .didFailToSync])
+                #expect(maxDepth == 1)
+                #expect(group.loadableState == .didFailToSync)
+            }
+        }
     }
 
     @Test("An observer that reassigns the members while the group notifies does not break the group")

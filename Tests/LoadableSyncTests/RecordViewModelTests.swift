@@ -612,13 +612,10 @@ struct RecordViewModelTests {
                 let configuration = Self.randomConfiguration(&random)
                 return (configuration, Self.randomOperations(&random, count: 40))
             },
-            mismatch: { configuration, operations in
-                await Self.mismatch(in: operations, configuration: configuration, tally: tally)
-            },
-            explain: { configuration, operations in
-                await explanationTracingSteps { trace in
-                    await Self.mismatch(in: operations, configuration: configuration, trace: trace)
-                }
+            tracing: { configuration, operations, trace in
+                // The explanation's run, which traces, counts nothing.
+                await Self.mismatch(
+                    in: operations, configuration: configuration, tally: trace == nil ? tally : nil, trace: trace)
             })
         guard matched, !StressScale.isThreadSanitizerActive else { return }
         for reachable in Reached.allCases {

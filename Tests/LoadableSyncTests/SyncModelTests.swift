@@ -706,13 +706,10 @@ struct SyncModelTests {
                 let configuration = Configuration(policy: policy, ignoresIdempotencyKeys: random.next() % 3 == 0)
                 return (configuration, Self.randomOperations(&random, count: 50))
             },
-            mismatch: { configuration, operations in
-                await Self.mismatch(in: operations, configuration: configuration, tally: tally)
-            },
-            explain: { configuration, operations in
-                await explanationTracingSteps { trace in
-                    await Self.mismatch(in: operations, configuration: configuration, trace: trace)
-                }
+            tracing: { configuration, operations, trace in
+                // The explanation's run, which traces, counts nothing.
+                await Self.mismatch(
+                    in: operations, configuration: configuration, tally: trace == nil ? tally : nil, trace: trace)
             })
         guard matched, !StressScale.isThreadSanitizerActive else { return }
         for reachable in Model.Reached.allCases where !Self.unreachable(under: policy).contains(reachable) {

@@ -193,22 +193,22 @@ struct ServerBusy: Error, RetryAfterProviding {
         let tasks = make(remote)
         await tasks.pullAndSettle()
         var notifications = 0
-        let token = tasks.addObserver { _ in notifications += 1 }
-        let changed = Mutex(false)
-        withObservationTracking {
-            _ = tasks.contents
-            _ = tasks.status
-        } onChange: {
-            changed.withLock { $0 = true }
+        await observing(tasks, { _ in notifications += 1 }) {
+            let changed = Mutex(false)
+            withObservationTracking {
+                _ = tasks.contents
+                _ = tasks.status
+            } onChange: {
+                changed.withLock { $0 = true }
+            }
+            tasks.update("a") { $0.title = "B" }
+            #expect(notifications >= 1)
+            #expect(changed.withLock { $0 })
+            let before = notifications
+            tasks.update("a") { $0.title = "B" }
+            #expect(notifications == before)
+            await tasks.settlePushes()
         }
-        tasks.update("a") { $0.title = "B" }
-        #expect(notifications >= 1)
-        #expect(changed.withLock { $0 })
-        let before = notifications
-        tasks.update("a") { $0.title = "B" }
-        #expect(notifications == before)
-        await tasks.settlePushes()
-        withExtendedLifetime(token) {}
     }
 
     @Test func updatesThatChangeNothingOrTheIDAndDeletesOfMissingRecordsDoNothing() async {

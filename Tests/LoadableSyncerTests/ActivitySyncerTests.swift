@@ -600,21 +600,21 @@ struct HTTPLikeError: RetryAfterProviding, CustomStringConvertible {
         // An observer of the loadable registered before the syncer's own reads too early.
         var seenByEarlyObserver: [Duration?] = []
         var syncer: LoadableSyncer?
-        let early = token.addObserver { _ in seenByEarlyObserver.append(syncer?.nextSyncIn) }
-        syncer = makeSyncer()
-        let changes = Locked(0)
-        withObservationTracking {
-            _ = syncer?.nextSyncIn
-        } onChange: {
-            changes.withLock { $0 += 1 }
+        observing(token, { _ in seenByEarlyObserver.append(syncer?.nextSyncIn) }) {
+            syncer = makeSyncer()
+            let changes = Locked(0)
+            withObservationTracking {
+                _ = syncer?.nextSyncIn
+            } onChange: {
+                changes.withLock { $0 += 1 }
+            }
+            token.sync()  // syncing: no schedule, nothing changes
+            #expect(changes.withLock { $0 } == 0)
+            token.setDidFailToSync(TestError())
+            #expect(changes.withLock { $0 } == 1)
+            #expect(syncer?.nextSyncIn == .seconds(1))
+            #expect(seenByEarlyObserver.last == .some(nil))  // why observation was needed
         }
-        token.sync()  // syncing: no schedule, nothing changes
-        #expect(changes.withLock { $0 } == 0)
-        token.setDidFailToSync(TestError())
-        #expect(changes.withLock { $0 } == 1)
-        #expect(syncer?.nextSyncIn == .seconds(1))
-        #expect(seenByEarlyObserver.last == .some(nil))  // why observation was needed
-        withExtendedLifetime(early) {}
     }
 
     @Test("isWaitingForNetwork is observable")

@@ -67,23 +67,24 @@ final class HeldServer {
         posts.invalidate()  // still one
 
         var seen: [(LoadableState, [String]?)] = []
-        let token = posts.observe { seen.append(($0.loadableState, $0.contents)) }
-        await yield(until: { server.waiting == 1 })
-        server.version = 2  // the server changed after the first fetch read it
-        server.answer()
-        await yield(until: { server.requests == 2 })
-        // The first answer landed while the second fetch began, in one notification.
-        #expect(seen.count == 1)
-        #expect(seen.last?.0 == .syncing)
-        #expect(seen.last?.1 == ["posts v2"])
-        #expect(posts.isStale)
-        await yield(until: { server.waiting == 1 })
-        server.answer()
-        try await posts.doneSyncing()
-        #expect(posts.loadableState == .didSyncSuccessfully)
-        #expect(!posts.isStale)
-        #expect(server.requests == 2)
-        withExtendedLifetime((lease, token)) {}
+        try await observing(posts, { seen.append(($0.loadableState, $0.contents)) }) {
+            await yield(until: { server.waiting == 1 })
+            server.version = 2  // the server changed after the first fetch read it
+            server.answer()
+            await yield(until: { server.requests == 2 })
+            // The first answer landed while the second fetch began, in one notification.
+            #expect(seen.count == 1)
+            #expect(seen.last?.0 == .syncing)
+            #expect(seen.last?.1 == ["posts v2"])
+            #expect(posts.isStale)
+            await yield(until: { server.waiting == 1 })
+            server.answer()
+            try await posts.doneSyncing()
+            #expect(posts.loadableState == .didSyncSuccessfully)
+            #expect(!posts.isStale)
+            #expect(server.requests == 2)
+        }
+        withExtendedLifetime(lease) {}  // in use (a screen shows it) until the end
     }
 
     @Test("Watchdog sample: slow after 5 s, timed out after 30 s, contents kept")
@@ -116,21 +117,21 @@ final class HeldServer {
         slow.slowSyncAfter = .seconds(5)
         slow.syncTimeout = .seconds(30)
         var notifications = 0
-        let token = slow.addObserver { _ in notifications += 1 }
-        slow.sync()
-        #expect(notifications == 1)
-        await clock.waitForSleepers()
-        await clock.advance(by: .seconds(5))
-        #expect(slow.isSlowSync)
-        #expect(slow.loadableState == .syncing)
-        #expect(notifications == 2)
-        await clock.advance(by: .seconds(25))
-        #expect(slow.loadableState == .didFailToSync)
-        #expect(slow.error as? LoadableError == .timedOut)
-        #expect(!slow.isSlowSync)
-        #expect(slow.contents == "old report")
-        #expect(notifications == 3)
-        withExtendedLifetime(token) {}
+        await observing(slow, { _ in notifications += 1 }) {
+            slow.sync()
+            #expect(notifications == 1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(5))
+            #expect(slow.isSlowSync)
+            #expect(slow.loadableState == .syncing)
+            #expect(notifications == 2)
+            await clock.advance(by: .seconds(25))
+            #expect(slow.loadableState == .didFailToSync)
+            #expect(slow.error as? LoadableError == .timedOut)
+            #expect(!slow.isSlowSync)
+            #expect(slow.contents == "old report")
+            #expect(notifications == 3)
+        }
     }
 
     @Test("Status sample: refreshing, retrying after a failure, failed")

@@ -100,6 +100,48 @@ public func checkRandomSequences<Setup, Operation>(
         sourceLocation: sourceLocation)
 }
 
+/// The same as ``checkRandomSequences(count:baseSeed:scenario:mismatch:shrinkSetup:describeSetup:describe:explain:sourceLocation:)``,
+/// for a model test whose run can report its steps: the report of the shortest failing sequence
+/// shows its steps ("its steps: …", by ``explanationTracingSteps(_:)``) and then its failure.
+///
+/// ```swift
+/// await checkRandomSequences(count: 300, baseSeed: 0x9E25_157E) { seed in
+///     var random = SeededRandomNumberGenerator(seed: seed)
+///     return (randomConfiguration(&random), randomOperations(&random))
+/// } tracing: { configuration, operations, trace in
+///     await mismatch(in: operations, configuration: configuration, trace: trace)
+/// }
+/// ```
+///
+/// - Parameters:
+///   - scenario: Makes the setup and the operations of a seed.
+///   - run: Runs operations from a setup and describes the first difference, or returns `nil`;
+///     calls `trace` with each step when it is given (only to explain the shortest failing
+///     sequence, so a run that counts what the sequences reached counts only when it is `nil`).
+/// - Returns: Whether every sequence matched.
+@MainActor
+@discardableResult
+public func checkRandomSequences<Setup, Operation>(
+    count: Int,
+    baseSeed: UInt64,
+    scenario: (UInt64) -> (Setup, [Operation]),
+    tracing run: @MainActor (Setup, [Operation], _ trace: ((String) -> Void)?) async -> String?,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> Bool {
+    await runRandomSequences(
+        count: count,
+        baseSeed: baseSeed,
+        scenario: scenario,
+        mismatch: { await run($0, $1, nil) },
+        shrinkSetup: { setup, _ in setup },
+        header: { seed, setup in "seed \(seed), \(setup)" },
+        describe: { "\($1)" },
+        explain: { setup, operations in
+            await explanationTracingSteps { trace in await run(setup, operations, trace) }
+        },
+        sourceLocation: sourceLocation)
+}
+
 /// The loop both `checkRandomSequences` share: seed, generate, run, shrink, report.
 @MainActor
 private func runRandomSequences<Setup, Operation>(

@@ -1,3 +1,4 @@
+import LoadableTestSupport
 import LoadableTesting
 import Testing
 
@@ -8,18 +9,18 @@ struct TestLoadableTests {
     func notifications() {
         let loadable = TestLoadable<Int>()
         var count = 0
-        let token = loadable.addObserver { _ in count += 1 }
-        loadable.loadableState = .idle
-        loadable.loadableState = .idle
-        #expect(count == 2)
-        loadable.contents = 1
-        loadable.error = nil
-        loadable.isContentsAvailable = true
-        loadable.needsSync = false
-        #expect(count == 2)
-        loadable.notifyDidChange()
-        #expect(count == 3)
-        withExtendedLifetime(token) {}
+        observing(loadable, { _ in count += 1 }) {
+            loadable.loadableState = .idle
+            loadable.loadableState = .idle
+            #expect(count == 2)
+            loadable.contents = 1
+            loadable.error = nil
+            loadable.isContentsAvailable = true
+            loadable.needsSync = false
+            #expect(count == 2)
+            loadable.notifyDidChange()
+            #expect(count == 3)
+        }
     }
 
     @Test("sync counts, moves to syncing and never finishes by itself")

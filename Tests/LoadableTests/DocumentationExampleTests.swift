@@ -34,11 +34,11 @@ struct DesignExampleTests {
     func photosLoadable() async throws {
         let photos = PhotosLoadable(client: FakePhotosClient(result: .success([Photo(url: "a.jpg")])))
         var seen: [LoadableState] = []
-        let token = photos.observe { seen.append($0.loadableState) }
-        let contents = try await photos.syncedContents()
-        #expect(contents.map(\.url) == ["a.jpg"])
-        #expect(seen == [.syncing, .didSyncSuccessfully])
-        withExtendedLifetime(token) {}
+        try await observing(photos, { seen.append($0.loadableState) }) {
+            let contents = try await photos.syncedContents()
+            #expect(contents.map(\.url) == ["a.jpg"])
+            #expect(seen == [.syncing, .didSyncSuccessfully])
+        }
     }
 
     @Test("PhotosLoadable reports its client's error and keeps old photos")

@@ -9,9 +9,10 @@ struct GuideSamplesTests {
     /// The test files that compile the samples of each guide, from the repository's root.
     static let compilingTests: [String: [String]] = [
         "README.md": [
-            "Tests/LoadableTests/DocumentationExampleTests.swift", "Tests/LoadableCachingTests/OfflineGuideTests.swift",
+            "Tests/LoadableTests/DocumentationExampleTests.swift",
+            "Tests/LoadableCachingTests/Outbox/OfflineGuideTests.swift",
         ],
-        "Docs/Caching.md": ["Tests/LoadableCachingTests/CachingGuideTests.swift"],
+        "Docs/Caching.md": ["Tests/LoadableCachingTests/Store/CachingGuideTests.swift"],
         "Docs/GettingStarted.md": ["Tests/LoadableTests/GettingStartedGuideTests.swift"],
         "Docs/Groups.md": ["Tests/LoadableGroupTests/GroupsGuideTests.swift"],
         "Docs/HTTP.md": [
@@ -21,17 +22,18 @@ struct GuideSamplesTests {
         ],
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",
-            "Tests/LoadableCachingTests/MutationForwardingTests.swift",
+            "Tests/LoadableCachingTests/Store/MutationForwardingTests.swift",
             "Tests/LoadableHTTPTests/MutationsOverHTTPTests.swift",
         ],
         "Docs/Offline.md": [
-            "Tests/LoadableCachingTests/OfflineGuideTests.swift", "Tests/LoadableHTTPTests/OfflineGuideTests.swift",
+            "Tests/LoadableCachingTests/Outbox/OfflineGuideTests.swift",
+            "Tests/LoadableHTTPTests/HTTPOfflineGuideTests.swift",
             "Tests/LoadableHTTPTests/OutboxConflictsGuideTests.swift",
         ],
         "Docs/Paging.md": [
             "Tests/LoadableTests/PagingGuideTests.swift", "Tests/LoadableTests/PagedLoadableTests.swift",
         ],
-        "Docs/Persistence.md": ["Tests/LoadableCachingTests/PersistenceGuideTests.swift"],
+        "Docs/Persistence.md": ["Tests/LoadableCachingTests/Persistence/PersistenceGuideTests.swift"],
         "Docs/Sync.md": [
             "Tests/LoadableSyncTests/SyncGuideTests.swift", "Tests/LoadableSyncTests/SyncGuideKintoTests.swift",
         ],
@@ -41,7 +43,7 @@ struct GuideSamplesTests {
         ],
         "Docs/Testing.md": [
             "Tests/LoadableTestingTests/TestingGuideTests.swift",
-            "Tests/LoadableSyncerTests/TestingGuideTests.swift",
+            "Tests/LoadableSyncerTests/SyncerTestingGuideTests.swift",
             "Tests/LoadableHTTPTests/HTTPGuideTests.swift",
         ],
     ]

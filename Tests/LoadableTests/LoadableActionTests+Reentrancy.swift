@@ -14,37 +14,40 @@ extension LoadableActionTests {
         var log: [String] = []
         var sent: [Task<Int, any Error>] = []
         var reacted = false
-        let token = action.observe { action in
-            log.append("\(action.loadableState) enabled \(action.isEnabled) running \(action.isRunning)")
-            guard !reacted else { return }
-            reacted = true
-            sent.append(action.send(2))
-            action.reset()
-            action.isEnabled = false
-            sent.append(action.send(3))
-            action.isEnabled = true
-            log.append("after: \(action.loadableState)")
+        await observing(
+            action,
+            { action in
+                log.append("\(action.loadableState) enabled \(action.isEnabled) running \(action.isRunning)")
+                guard !reacted else { return }
+                reacted = true
+                sent.append(action.send(2))
+                action.reset()
+                action.isEnabled = false
+                sent.append(action.send(3))
+                action.isEnabled = true
+                log.append("after: \(action.loadableState)")
+            }
+        ) {
+            let first = action.send(1)
+            #expect(
+                log == [
+                    "syncing enabled true running true",
+                    "after: syncing",
+                    "syncing enabled true running true",
+                ])
+            if concurrency == .dropWhileRunning {
+                let second = await ended(sent[0])
+                #expect(throws: LoadableActionError.busy) { try second.get() }
+            }
+            let third = await ended(sent[1])
+            #expect(throws: LoadableActionError.disabled) { try third.get() }
+            first.cancel()
+            sent[0].cancel()
+            _ = (await ended(first), await ended(sent[0]))
+            await settleAction()
+            #expect(action.loadableState == .idle)
+            #expect(!action.isRunning)
         }
-        let first = action.send(1)
-        #expect(
-            log == [
-                "syncing enabled true running true",
-                "after: syncing",
-                "syncing enabled true running true",
-            ])
-        if concurrency == .dropWhileRunning {
-            let second = await ended(sent[0])
-            #expect(throws: LoadableActionError.busy) { try second.get() }
-        }
-        let third = await ended(sent[1])
-        #expect(throws: LoadableActionError.disabled) { try third.get() }
-        first.cancel()
-        sent[0].cancel()
-        _ = (await ended(first), await ended(sent[0]))
-        await settleAction()
-        #expect(action.loadableState == .idle)
-        #expect(!action.isRunning)
-        withExtendedLifetime(token) {}
     }
 
     @Test("an observer of a run's outcome may start the next run")
