@@ -2,6 +2,7 @@ import Foundation
 import Loadable
 import LoadableCaching
 import LoadableSQLite
+import LoadableSupport
 import LoadableTestSupport
 import Testing
 

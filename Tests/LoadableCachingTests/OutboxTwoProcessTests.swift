@@ -1,6 +1,7 @@
 import Foundation
 import LoadableCaching
 import LoadableSQLite
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
