@@ -10,6 +10,10 @@ public import Observation
 /// ``contents``; neither is new transformed contents equal to the old, when `Contents` is
 /// `Equatable`. Observers are told of every change of the source.
 ///
+/// It is syncable when its source is. The package's groups and waiters see that when the source's
+/// type was known to be syncable where the mapped loadable was made (as it is for `map(_:)` on a
+/// concrete type); one made in generic code over any `ContentsLoadable` is followed, not synced.
+///
 /// Isolated to the main actor; observers are called on the main actor.
 ///
 /// ```swift
