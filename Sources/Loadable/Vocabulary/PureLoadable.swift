@@ -41,9 +41,11 @@ public protocol PureLoadable: AnyObject {
     /// beyond the requirements above.
     ///
     /// Keep the default: a type of your own answers "nothing more" (or, as a
-    /// ``SyncableLoadable``, "it syncs"), and the package's classes answer for themselves. A type
-    /// that adds ``SyncableLoadable`` in a subclass of its own ``PureLoadable`` class is not seen as
-    /// syncable by groups and waiters: conform on the first class.
+    /// ``SyncableLoadable``, "it syncs"), and the package's classes answer for themselves. A class
+    /// that adds ``SyncableLoadable`` to a subclass of a class that is not syncable (one of yours,
+    /// or `PushLoadable`, `PureLoadableProxy`, `PureLoadableGroup`) is not seen as syncable by
+    /// groups, chains and waiters: conform on the first class, or subclass `Loadable`,
+    /// `LoadableProxy` or `LoadableGroup`.
     var loadableCapabilities: LoadableCapabilities { get }
 }
 
