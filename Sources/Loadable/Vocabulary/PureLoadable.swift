@@ -44,7 +44,7 @@ public protocol PureLoadable: AnyObject {
     /// ``SyncableLoadable``, "it syncs"), and the package's classes answer for themselves. A class
     /// that adds ``SyncableLoadable`` to a subclass of a class that is not syncable (one of yours,
     /// or `PushLoadable`, `PureLoadableProxy`, `PureLoadableGroup`) is not seen as syncable by
-    /// groups, chains and waiters: conform on the first class, or subclass `Loadable`,
+    /// groups and waiters: conform on the first class, or subclass `Loadable`,
     /// `LoadableProxy` or `LoadableGroup`.
     var loadableCapabilities: LoadableCapabilities { get }
 }
