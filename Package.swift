@@ -22,18 +22,28 @@ let package = Package(
         .executable(name: "loadable-demo", targets: ["loadable-demo"]),
     ],
     targets: [
-        .target(name: "Loadable", swiftSettings: upcomingFeatures),
+        // Utilities the modules share (locks, clocks, timers, configuration checks); not a product.
+        .target(name: "LoadableSupport", swiftSettings: upcomingFeatures),
+        .target(name: "Loadable", dependencies: ["LoadableSupport"], swiftSettings: upcomingFeatures),
         .target(name: "LoadableGroup", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
-        .target(name: "LoadableSyncer", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
-        .target(name: "LoadableTesting", dependencies: ["Loadable"], swiftSettings: upcomingFeatures),
+        .target(
+            name: "LoadableSyncer",
+            dependencies: ["Loadable", "LoadableSupport"],
+            swiftSettings: upcomingFeatures
+        ),
+        .target(
+            name: "LoadableTesting",
+            dependencies: ["Loadable", "LoadableSupport"],
+            swiftSettings: upcomingFeatures
+        ),
         .target(
             name: "LoadableCaching",
-            dependencies: ["Loadable", "LoadableSyncer"],
+            dependencies: ["Loadable", "LoadableSupport", "LoadableSyncer"],
             swiftSettings: upcomingFeatures
         ),
         .target(
             name: "LoadableHTTP",
-            dependencies: ["Loadable", "LoadableSyncer"],
+            dependencies: ["Loadable", "LoadableSupport", "LoadableSyncer"],
             swiftSettings: upcomingFeatures
         ),
         // The system's SQLite (in Apple's SDKs; Debian's libsqlite3-dev on Linux): no package.
@@ -43,19 +53,19 @@ let package = Package(
         ),
         .target(
             name: "LoadableSQLite",
-            dependencies: ["CLoadableSQLite", "Loadable", "LoadableCaching"],
+            dependencies: ["CLoadableSQLite", "Loadable", "LoadableCaching", "LoadableSupport"],
             swiftSettings: upcomingFeatures
         ),
         .target(
             name: "LoadableSync",
-            dependencies: ["Loadable", "LoadableSyncer", "LoadableCaching", "LoadableHTTP"],
+            dependencies: ["Loadable", "LoadableSupport", "LoadableSyncer", "LoadableCaching", "LoadableHTTP"],
             swiftSettings: upcomingFeatures
         ),
         .executableTarget(
             name: "loadable-demo",
             dependencies: [
                 "Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableCaching", "LoadableHTTP",
-                "LoadableSync",
+                "LoadableSupport", "LoadableSync",
             ],
             swiftSettings: upcomingFeatures
         ),
@@ -85,7 +95,7 @@ let package = Package(
         .testTarget(
             name: "LoadableCoreTests",
             dependencies: [
-                "Loadable", "LoadableCaching", "LoadableGroup", "LoadableSyncer", "LoadableTesting",
+                "Loadable", "LoadableCaching", "LoadableGroup", "LoadableHTTP", "LoadableSyncer", "LoadableTesting",
                 "LoadableTestSupport",
             ],
             swiftSettings: upcomingFeatures

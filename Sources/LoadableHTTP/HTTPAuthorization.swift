@@ -1,5 +1,6 @@
 import Foundation
 public import Loadable
+import LoadableSupport
 public import LoadableSyncer
 
 /// How an ``HTTPLoadable`` (and an ``HTTPService``'s sends) authorize their requests: with
@@ -273,7 +274,7 @@ private final class CredentialSource<Token: SyncableLoadable & ContentsLoadable,
         self.waiter = waiter
         self.key = key
         self.header = header
-        coreOwner = waiter.target as? any LoadableCoreOwner
+        coreOwner = waiter.target.loadableCapabilities.owner
     }
 
     /// What the credentials loadable holds now: `nil` without contents, `.some(nil)` for

@@ -1,5 +1,6 @@
 public import Foundation
 public import Loadable
+import LoadableSupport
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking

@@ -1,5 +1,6 @@
 public import Foundation
 import Loadable
+import LoadableSupport
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 #if canImport(FoundationNetworking)
     import Dispatch
     import Foundation

@@ -1,4 +1,5 @@
 internal import Loadable
+import LoadableSupport
 
 /// What the ``SQLiteLoadableCache`` objects of one database path share in one process: the count
 /// of files moved aside at the path, and, by its identity, one cache queue and one set of claims

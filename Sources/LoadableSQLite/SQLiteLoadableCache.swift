@@ -2,6 +2,7 @@ internal import CLoadableSQLite
 public import Foundation
 internal import Loadable
 public import LoadableCaching
+import LoadableSupport
 
 #if canImport(Glibc)
     internal import Glibc

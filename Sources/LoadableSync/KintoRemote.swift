@@ -1,6 +1,7 @@
 public import Foundation
 import Loadable
 public import LoadableHTTP
+import LoadableSupport
 public import LoadableSyncer
 
 #if canImport(FoundationNetworking)

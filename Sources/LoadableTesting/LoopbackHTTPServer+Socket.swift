@@ -1,4 +1,5 @@
 import Foundation
+import LoadableSupport
 
 #if canImport(Glibc)
     import Glibc

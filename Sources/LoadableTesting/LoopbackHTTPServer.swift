@@ -1,4 +1,5 @@
 public import Foundation
+import LoadableSupport
 
 /// A small real HTTP/1.1 server on 127.0.0.1, for testing HTTP clients against a real socket.
 ///

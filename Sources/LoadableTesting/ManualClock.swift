@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// A clock whose time moves only when a test says so.
 ///
 /// Code under test sleeps on it like on any `Clock<Duration>`; the test moves time with
@@ -35,7 +37,7 @@
 ///
 /// `ManualClock` is `Sendable`: its state is behind a lock that is never held while other code
 /// runs.
-public final class ManualClock: Clock, CallerIsolatedClock, @unchecked Sendable {
+public final class ManualClock: Clock, @unchecked Sendable {
     /// A point in a ``ManualClock``'s time: the duration since the clock was created.
     public struct Instant: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
         /// The time since the clock was created.
@@ -290,3 +292,7 @@ public final class ManualClock: Clock, CallerIsolatedClock, @unchecked Sendable 
         try await sleep(for: duration)
     }
 }
+
+/// The package's timers sleep on a `ManualClock` on their caller's actor (see
+/// ``ManualClock/sleepOnCallersActor(for:)``).
+extension ManualClock: CallerIsolatedClock {}

@@ -44,13 +44,16 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
 
     private var storedState: LoadableState { core.state }
 
+    /// `value`, read as a getter reads it: counted in `readCount` and told to Observation.
+    private func counted<Value>(_ readCount: inout Int, _ value: Value) -> Value {
+        readCount += 1
+        core.trackAccess()
+        return value
+    }
+
     /// The state; setting it notifies observers, even when the value does not change.
     public var loadableState: LoadableState {
-        get {
-            loadableStateReadCount += 1
-            core.trackAccess()
-            return storedState
-        }
+        get { counted(&loadableStateReadCount, storedState) }
         set {
             core.willChange()
             core.store(state: newValue, error: nil)
@@ -69,21 +72,13 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
 
     /// The error; setting it does not notify.
     public var error: (any Error)? {
-        get {
-            errorReadCount += 1
-            core.trackAccess()
-            return storedError
-        }
+        get { counted(&errorReadCount, storedError) }
         set { storedError = newValue }
     }
 
     /// Whether contents are available; setting it does not notify. Starts as `contents != nil`.
     public var isContentsAvailable: Bool {
-        get {
-            isContentsAvailableReadCount += 1
-            core.trackAccess()
-            return storedIsContentsAvailable
-        }
+        get { counted(&isContentsAvailableReadCount, storedIsContentsAvailable) }
         set { storedIsContentsAvailable = newValue }
     }
 
@@ -223,6 +218,13 @@ public final class TestLoadable<Contents>: SyncableLoadable, ContentsLoadable, O
     ) -> LoadableObservation {
         addObserverCount += 1
         return registerObserver(handler)
+    }
+}
+
+extension TestLoadable {
+    /// One of the package's syncable loadables, with its core.
+    public var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
     }
 }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Loadable
 import LoadableHTTP
+import LoadableSupport
 import LoadableSyncer
 import LoadableTesting
 

@@ -114,12 +114,16 @@ extension Tour {
         timeline.log(
             "phone + laptop", "opened",
             "one shopping list; the phone settles conflicts field by field, the laptop holds them")
-        phone.sync()
-        laptop.sync()
-        await advance(
-            until: { phone.loadableState != .syncing && laptop.loadableState != .syncing }, atMost: .seconds(5))
-        timeline.log("phone list", "pulled", Self.describe(phone, phoneView))
-        timeline.log("laptop list", "pulled", Self.describe(laptop, laptopView))
+        // Both devices pull, and the timeline shows what each list holds then.
+        func pullBoth() async {
+            phone.sync()
+            laptop.sync()
+            await advance(
+                until: { phone.loadableState != .syncing && laptop.loadableState != .syncing }, atMost: .seconds(5))
+            timeline.log("phone list", "pulled", Self.describe(phone, phoneView))
+            timeline.log("laptop list", "pulled", Self.describe(laptop, laptopView))
+        }
+        await pullBoth()
 
         phoneActivity.connectivity = .offline
         laptopActivity.connectivity = .offline
@@ -156,12 +160,7 @@ extension Tour {
             await advance(until: { laptop.status.pendingCount == 0 && !laptop.status.isPushing }, atMost: .seconds(10))
         }
 
-        phone.sync()
-        laptop.sync()
-        await advance(
-            until: { phone.loadableState != .syncing && laptop.loadableState != .syncing }, atMost: .seconds(5))
-        timeline.log("phone list", "pulled", Self.describe(phone, phoneView))
-        timeline.log("laptop list", "pulled", Self.describe(laptop, laptopView))
+        await pullBoth()
         let same = phoneView.contents == laptopView.contents
         timeline.log(
             "phone", "\"to buy\" view",

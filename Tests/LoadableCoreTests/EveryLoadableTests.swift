@@ -1,5 +1,6 @@
 import Loadable
 import LoadableGroup
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Observation

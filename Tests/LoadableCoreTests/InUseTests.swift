@@ -1,5 +1,6 @@
 import Loadable
 import LoadableGroup
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

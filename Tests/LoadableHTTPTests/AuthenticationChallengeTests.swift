@@ -2,6 +2,7 @@ import Foundation
 import Loadable
 import LoadableCaching
 import LoadableHTTP
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableHTTP
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Testing

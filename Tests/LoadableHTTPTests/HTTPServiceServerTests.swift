@@ -1,5 +1,6 @@
 import Foundation
 import LoadableHTTP
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

@@ -2,6 +2,7 @@ import Foundation
 import Loadable
 import LoadableCaching
 import LoadableHTTP
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Observation

@@ -1,4 +1,5 @@
 import Foundation
+import LoadableSupport
 import LoadableSync
 import LoadableTestSupport
 import LoadableTesting

@@ -1,3 +1,4 @@
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

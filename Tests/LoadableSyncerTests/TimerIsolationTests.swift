@@ -1,4 +1,5 @@
 import Loadable
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

@@ -1,5 +1,6 @@
 import Dispatch
 import Loadable
+import LoadableSupport
 
 /// Runs `operation` on the main actor and returns what it returns, unless `seconds` of real time
 /// pass first: then it cancels `operation` and throws ``RealTimeLimitExceeded`` without waiting

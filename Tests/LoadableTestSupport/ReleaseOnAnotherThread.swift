@@ -1,5 +1,6 @@
 internal import Foundation
-package import Loadable
+import Loadable
+package import LoadableSupport
 
 /// Drops the value in `box` on a new thread (a real second thread, not a task) and returns once
 /// it was dropped there.

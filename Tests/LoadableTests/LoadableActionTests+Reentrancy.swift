@@ -1,4 +1,5 @@
 import Loadable
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Observation

@@ -6,7 +6,7 @@
 /// conformance is the runtime's cached one; a write calls this only when the answer matters to
 /// someone (a reader of the contents, an observer that would otherwise be told, a persistence).
 @inline(never)
-package func areEqualIfEquatable<Value>(_ a: Value, _ b: Value) -> Bool {
+func areEqualIfEquatable<Value>(_ a: Value, _ b: Value) -> Bool {
     guard let type = Value.self as? any Equatable.Type else { return false }
     return withUnsafePointer(to: a) { a in
         withUnsafePointer(to: b) { b in

@@ -1,3 +1,4 @@
+import LoadableSupport
 package import Observation
 
 /// The one implementation every loadable type is a façade over: state, error, observers, the
@@ -62,7 +63,7 @@ package final class LoadableCore {
     /// `doCancelSync()` for work that never started; and a sync started by such an observer
     /// clears it when it calls `doSync()` itself, which tells the outer `sync()` not to call it
     /// again. Cleared whenever the state leaves `syncing`.
-    package var isSyncAwaitingDoSync: Bool {
+    var isSyncAwaitingDoSync: Bool {
         get { storedIsSyncAwaitingDoSync }
         set { storedIsSyncAwaitingDoSync = newValue }
     }
@@ -139,10 +140,10 @@ package final class LoadableCore {
         /// The running sync went on past `slowSyncAfter`.
         package static let slowSync = Freshness(rawValue: 4)
         /// Observers were told that the contents turned stale by age.
-        package static let staleByAgeAnnounced = Freshness(rawValue: 8)
+        static let staleByAgeAnnounced = Freshness(rawValue: 8)
         /// Not freshness, but kept in the same byte: optimistic changes are pending (see
         /// ``LoadableCore/hasPendingChanges``).
-        package static let pendingChanges = Freshness(rawValue: 16)
+        static let pendingChanges = Freshness(rawValue: 16)
     }
 
     /// The freshness bits.
@@ -162,7 +163,7 @@ package final class LoadableCore {
     }
 
     /// The loadable's clock, for sleeping on.
-    package var elapsedClock: ElapsedClock {
+    var elapsedClock: ElapsedClock {
         let extras = extrasForWriting
         if let clock = extras.clock { return clock }
         if let clock = extras.continuousClock { return clock }
@@ -197,34 +198,34 @@ package final class LoadableCore {
     /// Records a confirmation of the contents now: the age restarts, an invalidation and a stale
     /// announcement are forgotten. The caller tells what it was
     /// (``LoadableCoreEvent/contentsConfirmed`` or ``LoadableCoreEvent/baseContentsChanged(origin:)``).
-    package func confirmContents() {
+    func confirmContents() {
         storedConfirmedAt = now
         storedFreshness.subtract([.invalidated, .staleByAgeAnnounced])
     }
 
     /// Whether a confirmation now (``confirmContents()``) would change what a reader sees of the
     /// freshness: it forgets an invalidation or a stale announcement.
-    package var confirmationChangesFreshness: Bool {
+    var confirmationChangesFreshness: Bool {
         !storedFreshness.isDisjoint(with: [.invalidated, .staleByAgeAnnounced])
     }
 
     /// Records contents restored from a cache, confirmed `age` ago: they are as old as the cache
     /// says, so freshness judges their real age. An invalidation stays; a stale announcement is
     /// forgotten. Not a change of the base contents (nothing is saved).
-    package func confirmRestoredContents(age: Duration) {
+    func confirmRestoredContents(age: Duration) {
         // `.min` means "never": an age beyond the clock's range is the oldest time instead.
         storedConfirmedAt = Swift.max(LoadableTime.adding(-LoadableTime.nanoseconds(age), to: now), .min + 1)
         storedFreshness.remove(.staleByAgeAnnounced)
     }
 
     /// Records a successful sync: the contents are confirmed and the failure count starts over.
-    package func recordSuccess() {
+    func recordSuccess() {
         confirmContents()
         if let extras = storedExtras, extras.consecutiveFailures != 0 { extras.consecutiveFailures = 0 }
     }
 
     /// Records a failed sync.
-    package func recordFailure() {
+    func recordFailure() {
         extrasForWriting.consecutiveFailures += 1
     }
 
@@ -233,7 +234,7 @@ package final class LoadableCore {
 
     /// Whether the contents are stale by the freshness rules that the core knows: invalidated,
     /// or `maxAge` set and reached (or no confirmation yet). Availability is the owner's to add.
-    package var isStaleByInvalidationOrAge: Bool {
+    var isStaleByInvalidationOrAge: Bool {
         if storedFreshness.contains(.invalidated) { return true }
         guard storedExtras?.maxAgeNanoseconds != nil else { return false }
         guard let staleAt = staleByAgeAt else { return true }
@@ -242,13 +243,13 @@ package final class LoadableCore {
 
     /// When the contents turn stale by age (their confirmation plus `maxAge`, saturating); `nil`
     /// without `maxAge` or without a confirmation.
-    package var staleByAgeAt: Int64? {
+    var staleByAgeAt: Int64? {
         guard let maxAge = storedExtras?.maxAgeNanoseconds, storedConfirmedAt != .min else { return nil }
         return LoadableTime.adding(maxAge, to: storedConfirmedAt)
     }
 
     /// The extras, created if needed.
-    package var extrasForWriting: LoadableCoreExtras {
+    var extrasForWriting: LoadableCoreExtras {
         if let extras = storedExtras { return extras }
         let extras = LoadableCoreExtras()
         storedExtras = extras
@@ -264,7 +265,7 @@ package final class LoadableCore {
     package var isInUse: Bool { (storedExtras?.useCount ?? 0) > 0 }
 
     /// Counts one more use; returns `true` if it is the first.
-    package func addUse() -> Bool {
+    func addUse() -> Bool {
         let extras = extrasForWriting
         extras.useCount += 1
         guard extras.useCount == 1 else { return false }
@@ -275,7 +276,7 @@ package final class LoadableCore {
 
     /// Counts one use less; returns `true` if it was the last. Does nothing (and returns `false`)
     /// when no use is counted.
-    package func removeUse() -> Bool {
+    func removeUse() -> Bool {
         guard let extras = storedExtras, extras.useCount > 0 else { return false }
         extras.useCount -= 1
         guard extras.useCount == 0 else { return false }
@@ -285,7 +286,7 @@ package final class LoadableCore {
     }
 
     /// Tells Observation of a change that observers are not notified of (``isInUse``).
-    package func changeForObservationOnly() {
+    func changeForObservationOnly() {
         guard let observation = storedExtras?.observation, observation.tracksState else { return }
         observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.keyPath)
         observation.registrar.didSet(ObservationKey(), keyPath: ObservationKey.keyPath)
@@ -312,7 +313,7 @@ package final class LoadableCore {
     ///
     /// A key of its own: a reader of the contents alone is told of a change of the contents
     /// (``willChangeContents()``), not of every change of the state.
-    package func trackContentsAccess() {
+    func trackContentsAccess() {
         guard !Self.isReadingUntracked else { return }
         let observation = storedExtras?.observation ?? ObservationState.made(in: &extrasForWriting.observation)
         observation.tracksContents = true
@@ -325,7 +326,7 @@ package final class LoadableCore {
 
     /// Whether an Observation read of the contents was ever tracked: only then does a write of
     /// contents need to know whether they changed, for Observation's sake.
-    package var isContentsObserved: Bool { storedExtras?.observation?.tracksContents == true }
+    var isContentsObserved: Bool { storedExtras?.observation?.tracksContents == true }
 
     /// Begins a change: tells Observation (readers of the state, every getter but the contents').
     package func willChange() {
@@ -336,7 +337,7 @@ package final class LoadableCore {
     /// Begins a change of the contents, inside a change begun with ``willChange()``: tells
     /// Observation's readers of the contents. The change must end with
     /// ``didChange(_:changedContents:)`` and `changedContents: true`.
-    package func willChangeContents() {
+    func willChangeContents() {
         guard let observation = storedExtras?.observation, observation.tracksContents else { return }
         observation.registrar.willSet(ObservationKey(), keyPath: ObservationKey.contentsKeyPath)
     }
@@ -615,9 +616,9 @@ package final class ObservationState {
     // change two runtime calls).
     /// Whether a read of a loadable's state was ever tracked: until then, a change of it has no
     /// reader to tell.
-    @exclusivity(unchecked) package var tracksState = false
+    @exclusivity(unchecked) var tracksState = false
     /// Whether a read of a loadable's contents was ever tracked.
-    @exclusivity(unchecked) package var tracksContents = false
+    @exclusivity(unchecked) var tracksContents = false
 
     package init() {}
 

@@ -37,10 +37,16 @@ extension PureLoadable {
     /// Observes this loadable for a loadable that follows it (a group, a proxy, a mapped
     /// loadable): as an immediate observer when this loadable has a core, so that the follower
     /// is up to date at every change; as an ordinary observer otherwise (a type of the app's own).
-    package func addFollowerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
-        if let owner = self as? any LoadableCoreOwner { return owner.registerImmediateObserver(handler) }
+    func addFollowerObserver(_ handler: @escaping ObserverList.Handler) -> LoadableObservation {
+        if let owner = loadableCapabilities.owner { return owner.registerImmediateObserver(handler) }
         return addObserver(handler)
     }
+}
+
+extension LoadableCoreOwner {
+    /// One of the package's loadables, with its core. (A syncable one says so with a member of its
+    /// own: an extension with a package constraint cannot declare a public witness.)
+    public var loadableCapabilities: LoadableCapabilities { LoadableCapabilities(owner: self) }
 }
 
 extension LoadableCoreOwner {

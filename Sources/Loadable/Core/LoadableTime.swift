@@ -18,7 +18,7 @@ package enum LoadableTime {
     /// `CLOCK_MONOTONIC_RAW` on Apple platforms) where it is known, since that costs a fraction
     /// of `ContinuousClock.now` followed by 128-bit `Duration` arithmetic; every loadable with
     /// the default clock records the time of each success.
-    package static var continuousNow: Int64 {
+    static var continuousNow: Int64 {
         #if os(Linux) || os(Android) || canImport(Darwin)
             return systemNanoseconds() &- originNanoseconds
         #else

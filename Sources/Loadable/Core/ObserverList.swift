@@ -64,7 +64,7 @@ package struct ObserverList {
     package var isEmpty: Bool { storedCount == 0 }
 
     /// Whether at least one immediate observer is registered.
-    package var hasImmediateObservers: Bool { immediateCount > 0 }
+    var hasImmediateObservers: Bool { immediateCount > 0 }
 
     /// Whether `id` is an immediate observer's identifier.
     @inline(__always)
@@ -122,7 +122,7 @@ package struct ObserverList {
     }
 
     /// Starts a round. Returns `false`, and queues one more round, if a round is running.
-    package mutating func beginRound() -> Bool {
+    mutating func beginRound() -> Bool {
         if isNotifying {
             hasQueuedRound = true
             return false
@@ -134,12 +134,12 @@ package struct ObserverList {
 
     /// Forgets that one more round was asked for: a round that was deferred before it started
     /// (see ``LoadableCore/maxNestingDepth``) shows every change made while it waited.
-    package mutating func clearQueuedRound() {
+    mutating func clearQueuedRound() {
         hasQueuedRound = false
     }
 
     /// The number of entries the round being started visits.
-    package var roundEnd: Int { first == nil ? 0 : 1 + rest.count }
+    var roundEnd: Int { first == nil ? 0 : 1 + rest.count }
 
     /// The handler at `index`, or `nil` if it was removed.
     package func handler(at index: Int) -> Handler? {
@@ -152,7 +152,7 @@ package struct ObserverList {
     }
 
     /// Ends a round. Returns `true` if another round was asked for meanwhile and must run now.
-    package mutating func endRound() -> Bool {
+    mutating func endRound() -> Bool {
         if hasQueuedRound {
             hasQueuedRound = false
             return true
@@ -164,13 +164,13 @@ package struct ObserverList {
 
     /// Starts calling the immediate observers: removals leave their entries in place meanwhile.
     /// Returns the number of entries to visit.
-    package mutating func beginImmediateCalls() -> Int {
+    mutating func beginImmediateCalls() -> Int {
         immediateDepth += 1
         return roundEnd
     }
 
     /// Ends calling the immediate observers.
-    package mutating func endImmediateCalls() {
+    mutating func endImmediateCalls() {
         immediateDepth -= 1
         if hasRemovedEntries, !isVisiting { removeCancelledEntries() }
     }

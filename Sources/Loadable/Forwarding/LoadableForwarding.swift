@@ -119,7 +119,7 @@ extension LoadableFollowing {
     }
 
     /// Stops following ``LoadableForwarding/followed``.
-    package func stopFollowing() {
+    func stopFollowing() {
         follower.stop()
     }
 
@@ -131,8 +131,8 @@ extension LoadableFollowing {
         follower.stop()
         if core.isInUse {
             // The new one first, so that one object in both places stays in use throughout.
-            (followed as? any SyncableLoadable)?.beginUseIfCounted()
-            (oldFollowed as? any SyncableLoadable)?.endUseIfCounted()
+            followed?.loadableCapabilities.countedUse?.beginUse()
+            oldFollowed?.loadableCapabilities.countedUse?.endUse()
         }
         beforeFollowing()
         if !Self.followsOnlyWhileObserved || core.hasObservers { follow() }
@@ -143,19 +143,19 @@ extension LoadableForwarding {
     // MARK: Reads
 
     /// ``followed``'s state, read for a public getter (tracked); this loadable's own without it.
-    package var forwardedState: LoadableState {
+    var forwardedState: LoadableState {
         trackForwardedAccess()
         return followed?.loadableState ?? core.state
     }
 
     /// ``followed``'s error, read for a public getter; `nil` without it.
-    package var forwardedError: (any Error)? {
+    var forwardedError: (any Error)? {
         trackForwardedAccess()
         return followed?.error
     }
 
     /// ``followed``'s availability, read for a public getter; `false` without it.
-    package var forwardedIsContentsAvailable: Bool {
+    var forwardedIsContentsAvailable: Bool {
         trackForwardedAccess()
         return followed?.isContentsAvailable ?? false
     }
@@ -177,15 +177,15 @@ extension LoadableForwarding {
     // MARK: In use
 
     /// Passes "in use" on to a syncable ``followed``.
-    package func didBeginUse() { (followed as? any SyncableLoadable)?.beginUseIfCounted() }
+    package func didBeginUse() { followed?.loadableCapabilities.countedUse?.beginUse() }
 
     /// Ends the use of a syncable ``followed`` through this loadable.
-    package func didEndUse() { (followed as? any SyncableLoadable)?.endUseIfCounted() }
+    package func didEndUse() { followed?.loadableCapabilities.countedUse?.endUse() }
 }
 
 extension LoadableForwarding where Followed: ContentsLoadable {
     /// ``followed``'s contents, read for a public getter; `nil` without it.
-    package var forwardedContents: Followed.Contents? {
+    var forwardedContents: Followed.Contents? {
         trackForwardedContentsAccess()
         return followed?.contents
     }
@@ -193,7 +193,7 @@ extension LoadableForwarding where Followed: ContentsLoadable {
 
 extension LoadableForwarding where Followed: SyncableLoadable {
     /// ``followed``'s `needsSync`; `default` without it.
-    package func forwardedNeedsSync(default: Bool) -> Bool { followed?.needsSync ?? `default` }
+    func forwardedNeedsSync(default: Bool) -> Bool { followed?.needsSync ?? `default` }
     /// Asks ``followed`` to sync; does nothing without it.
     package func forwardSync() { followed?.sync() }
     /// Asks ``followed`` to sync if needed; does nothing without it.
@@ -249,7 +249,7 @@ package struct LoadableFollower {
     package init() {}
 
     /// Whether it follows something.
-    package var isFollowing: Bool { observation != nil }
+    var isFollowing: Bool { observation != nil }
 
     /// Keeps `observation`, ending the one kept before.
     package mutating func start(_ observation: LoadableObservation) {

@@ -182,6 +182,13 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     }
 }
 
+extension LoadableLease {
+    /// One of the package's syncable loadables, with its core.
+    public var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
+    }
+}
+
 extension LoadableLease: LoadableFollowing {
     /// The loadable.
     package var followed: Value? { loadable }

@@ -24,6 +24,11 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
         super.init(target: target)
     }
 
+    /// One of the package's syncable loadables, with its core.
+    public override var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
+    }
+
     /// The target's ``SyncableLoadable/needsSync``; `true` without a target.
     public var needsSync: Bool { forwardedNeedsSync(default: true) }
 
@@ -67,7 +72,7 @@ open class LoadableProxy<Target: SyncableLoadable>: PureLoadableProxy<Target>, S
         setOwnState(.syncing)
     }
 
-    package override func targetWillBeObserved(_ target: Target) {
+    override func targetWillBeObserved(_ target: Target) {
         guard core.state == .syncing else { return }
         // No notification: setting the target notifies once, after the target was asked.
         core.store(state: .idle, error: nil)

@@ -10,6 +10,10 @@ public import Observation
 /// ``contents``; neither is new transformed contents equal to the old, when `Contents` is
 /// `Equatable`. Observers are told of every change of the source.
 ///
+/// It is syncable when its source is. The package's groups and waiters see that when the source's
+/// type was known to be syncable where the mapped loadable was made (as it is for `map(_:)` on a
+/// concrete type); one made in generic code over any `ContentsLoadable` is followed, not synced.
+///
 /// Isolated to the main actor; observers are called on the main actor.
 ///
 /// ```swift
@@ -26,6 +30,10 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     /// The subscription to the source.
     package var follower = LoadableFollower()
     private var storedContents: Contents?
+    /// This loadable as a ``SyncableLoadable``, made where `Source` is known to be one (its
+    /// conformance is conditional, and ``loadableCapabilities`` is chosen without the condition);
+    /// `nil` otherwise.
+    private let asSyncable: (@MainActor (MappedLoadable) -> any SyncableLoadable)?
 
     /// Creates a loadable showing `transform(source.contents)`.
     ///
@@ -35,8 +43,29 @@ public final class MappedLoadable<Source: ContentsLoadable, Contents>: ContentsL
     public init(_ source: Source, transform: @escaping @MainActor (Source.Contents) -> Contents) {
         self.source = source
         self.transform = transform
+        asSyncable = nil
         refreshDerivedContents()
         follow()
+    }
+
+    /// Creates a loadable showing `transform(source.contents)` of a syncable `source`: it is
+    /// syncable too, also to the package's groups and waiters.
+    ///
+    /// - Parameters:
+    ///   - source: The loadable to follow.
+    ///   - transform: Turns the source's contents into this loadable's contents.
+    public init(_ source: Source, transform: @escaping @MainActor (Source.Contents) -> Contents)
+    where Source: SyncableLoadable {
+        self.source = source
+        self.transform = transform
+        asSyncable = { $0 }
+        refreshDerivedContents()
+        follow()
+    }
+
+    /// One of the package's loadables; syncable when made from a syncable source.
+    public var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: asSyncable?(self))
     }
 
     /// Recomputes the contents from the source's, read untracked (following the source is not a
@@ -137,6 +166,20 @@ extension ContentsLoadable {
     /// ```swift
     /// let names = users.map { $0.map(\.name) }
     /// ```
+    ///
+    /// - Parameter transform: Turns this loadable's contents into the new contents; runs on the
+    ///   main actor when this loadable notifies with contents available.
+    /// - Returns: A loadable with the source's state, error and availability.
+    public func map<NewContents>(
+        _ transform: @escaping @MainActor (Contents) -> NewContents
+    ) -> MappedLoadable<Self, NewContents> {
+        MappedLoadable(self, transform: transform)
+    }
+}
+
+extension ContentsLoadable where Self: SyncableLoadable {
+    /// A loadable that follows this one and shows its contents transformed; syncable, as this
+    /// one is.
     ///
     /// - Parameter transform: Turns this loadable's contents into the new contents; runs on the
     ///   main actor when this loadable notifies with contents available.

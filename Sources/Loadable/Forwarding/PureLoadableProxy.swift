@@ -21,6 +21,10 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     /// The observers, the Observation registrar, and the proxy's own state (shown while there is
     /// no target).
     package final let core = LoadableCore()
+
+    /// One of the package's loadables, with its core (a class member, so that a syncable subclass
+    /// answers for itself).
+    public var loadableCapabilities: LoadableCapabilities { LoadableCapabilities(owner: self) }
     /// The subscription to the target.
     package final var follower = LoadableFollower()
 
@@ -87,16 +91,16 @@ open class PureLoadableProxy<Target: PureLoadable>: PureLoadable, Observable, @M
     }
 
     /// Called with a new target before the proxy follows it.
-    package func targetWillBeObserved(_ target: Target) {}
+    func targetWillBeObserved(_ target: Target) {}
 
     /// Tells Observation and the observers that the proxy changed (its target, its own state,
     /// or the target notified), calling ``proxyDidChange()`` first.
-    package final func forwardChange() {
+    final func forwardChange() {
         announceChange { proxyDidChange() }
     }
 
     /// Shows `state` while there is no target, and notifies.
-    package final func setOwnState(_ state: LoadableState) {
+    final func setOwnState(_ state: LoadableState) {
         announceChange {
             core.store(state: state, error: nil)
             proxyDidChange()

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// A ``Loadable`` whose sync is one `async` call.
 ///
 /// Pass the call as a closure, or subclass and override ``load()``:

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// Something that loads asynchronously, tells observers how it is going, and keeps what it loaded
 /// while it loads it again.
 ///
@@ -42,6 +44,11 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     public init(contents: Contents? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         super.init(contents: contents)
         core.use(clock)
+    }
+
+    /// One of the package's syncable loadables, with its core.
+    public override var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
     }
 
     // MARK: - Freshness

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// A list that loads page by page: ``Loadable/sync()`` refreshes it from the first page and
 /// ``loadNextPage()`` appends the next one.
 ///

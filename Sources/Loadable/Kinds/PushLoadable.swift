@@ -35,6 +35,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     // core has a fixed offset.
     /// The state, error, observers and Observation registrar, shared by every loadable type.
     package final let core = LoadableCore()
+
+    /// One of the package's loadables, with its core (a class member, so that a syncable subclass
+    /// answers for itself).
+    public var loadableCapabilities: LoadableCapabilities { LoadableCapabilities(owner: self) }
     /// The contents shown: the base contents with every pending change applied.
     private var storedContents: Contents?
 

@@ -1,4 +1,5 @@
 internal import Dispatch
+import LoadableSupport
 
 #if !canImport(Darwin)
     internal import Synchronization
@@ -66,7 +67,7 @@ public final class LoadableObservation {
 /// the set is empty (nearly always); the lock is taken only while a removal is on its way to the
 /// main actor. Observer identifiers are unique in the process, so an identifier here can only be
 /// the released observer's.
-package enum ReleasedObservers {
+enum ReleasedObservers {
     private static let ids = Locked(Set<Int>())
 
     #if canImport(Darwin)
@@ -124,13 +125,13 @@ private let mainQueueKey: DispatchSpecificKey<Bool> = {
 ///
 /// `Thread.isMainThread` is not enough: on Linux, `dispatchMain()` (used by an async `main`)
 /// serves the main queue from a worker thread.
-package func isRunningOnMainQueue() -> Bool {
+func isRunningOnMainQueue() -> Bool {
     DispatchQueue.getSpecific(key: mainQueueKey) == true
 }
 
 /// Runs `body` on the main actor: now if this is the main actor (a `deinit` on the main thread),
 /// otherwise in a task (a main-actor object released on another thread).
-package func runOnMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
+func runOnMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
     if isRunningOnMainQueue() {
         MainActor.assumeIsolated { body() }
     } else {
@@ -149,7 +150,7 @@ package protocol ObserverRegistry: AnyObject, Sendable {
 /// A main-actor object (every loadable is one) carried where the compiler cannot see that it is
 /// `Sendable`: a generic parameter constrained to a main-actor protocol, read in a `deinit` to
 /// be handed back to the main actor.
-package struct MainActorObject<Value>: @unchecked Sendable {
+struct MainActorObject<Value>: @unchecked Sendable {
     /// The object; use it on the main actor only.
     package let value: Value
 

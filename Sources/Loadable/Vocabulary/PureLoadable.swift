@@ -11,6 +11,13 @@
 ///     print(feed.loadableState)
 /// }
 /// ```
+///
+/// A type of your own that conforms directly works with every part of the package (groups,
+/// chains, proxies, leases, syncers, waiters, stores) through these requirements. It lacks what the
+/// package's own classes keep in their core: reads that do not tell Observation, observers called
+/// before ordinary ones, and use counting (``SyncableLoadable/isInUse`` stays `false`; a lease or
+/// a store does not make it sync at once when invalidated). Subclass a package class (such as
+/// `Loadable`) to have them.
 @MainActor
 public protocol PureLoadable: AnyObject {
     /// The stage the loadable is at.
@@ -30,6 +37,49 @@ public protocol PureLoadable: AnyObject {
     /// - Parameter handler: Called on the main actor with the loadable that changed.
     /// - Returns: A token that keeps the observation alive; keep it for as long as you observe.
     func addObserver(_ handler: @escaping @MainActor (any PureLoadable) -> Void) -> LoadableObservation
+    /// What the package's groups, syncers, waiters, stores and leases can do with this loadable
+    /// beyond the requirements above.
+    ///
+    /// Keep the default: a type of your own answers "nothing more" (or, as a
+    /// ``SyncableLoadable``, "it syncs"), and the package's classes answer for themselves. A class
+    /// that adds ``SyncableLoadable`` to a subclass of a class that is not syncable (one of yours,
+    /// or `PushLoadable`, `PureLoadableProxy`, `PureLoadableGroup`) is not seen as syncable by
+    /// groups and waiters: conform on the first class, or subclass `Loadable`,
+    /// `LoadableProxy` or `LoadableGroup`.
+    var loadableCapabilities: LoadableCapabilities { get }
+}
+
+/// What the package can do with a loadable beyond the public requirements of ``PureLoadable``:
+/// the answer of ``PureLoadable/loadableCapabilities``, opaque to apps.
+///
+/// Found through a requirement rather than a cast, so a type of your own is seen as what it
+/// declares, and the package's consumers ask once, without a runtime conformance check.
+public struct LoadableCapabilities {
+    /// The loadable as one of the package's (with a core); `nil` for a type of your own.
+    package let owner: (any LoadableCoreOwner)?
+    /// The loadable as a ``SyncableLoadable``; `nil` when it is only a ``PureLoadable``.
+    package let syncable: (any SyncableLoadable)?
+
+    /// The capabilities of a loadable that is `owner` and, when syncable, `syncable`.
+    package init(owner: (any LoadableCoreOwner)? = nil, syncable: (any SyncableLoadable)? = nil) {
+        self.owner = owner
+        self.syncable = syncable
+    }
+
+    /// The core of a syncable loadable of the package's: the one whose uses are counted.
+    var countedUse: (any LoadableCoreOwner)? {
+        syncable == nil ? nil : owner
+    }
+}
+
+extension PureLoadable {
+    /// Nothing beyond ``PureLoadable``: a type of your own.
+    public var loadableCapabilities: LoadableCapabilities { LoadableCapabilities() }
+}
+
+extension SyncableLoadable {
+    /// Syncable, without a core: a type of your own.
+    public var loadableCapabilities: LoadableCapabilities { LoadableCapabilities(syncable: self) }
 }
 
 /// A loadable that can be asked to sync (the "deferred" side of a promise).

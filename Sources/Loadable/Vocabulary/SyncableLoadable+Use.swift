@@ -11,7 +11,7 @@ extension SyncableLoadable {
     /// `addObserver` observers). Always `false` for a type of your own that conforms to
     /// ``SyncableLoadable`` directly rather than through one of the package's classes.
     public var isInUse: Bool {
-        guard let owner = self as? any LoadableCoreOwner else { return false }
+        guard let owner = loadableCapabilities.owner else { return false }
         owner.core.trackAccess()
         return owner.core.isInUse
     }
@@ -33,12 +33,12 @@ extension SyncableLoadable {
 
     /// Counts one use, if this loadable is one of the package's (a type of your own has no count).
     package func beginUseIfCounted() {
-        (self as? any LoadableCoreOwner)?.beginUse()
+        loadableCapabilities.owner?.beginUse()
     }
 
     /// Ends one use, if this loadable is one of the package's.
     package func endUseIfCounted() {
-        (self as? any LoadableCoreOwner)?.endUse()
+        loadableCapabilities.owner?.endUse()
     }
 }
 
@@ -46,20 +46,20 @@ extension PureLoadable {
     /// Whether the contents are stale, read without telling Observation; `false` for a type of
     /// your own, which has no freshness rules the package knows.
     package var isStaleUntracked: Bool {
-        (self as? any LoadableCoreOwner)?.untrackedIsStale ?? false
+        loadableCapabilities.owner?.untrackedIsStale ?? false
     }
 
     /// The state and availability, read without telling Observation when this is one of the
     /// package's loadables (a type of your own is read through its getters): for a loadable that
     /// stands for this one (a proxy, a lease).
     package var statusUntrackedWherePossible: (state: LoadableState, isContentsAvailable: Bool) {
-        if let owner = self as? any LoadableCoreOwner { return owner.untrackedStatus }
+        if let owner = loadableCapabilities.owner { return owner.untrackedStatus }
         return (loadableState, isContentsAvailable)
     }
 
     /// The failure record of one of the package's loadables; `nil` for a type of your own.
     package var failureRecordIfKnown: (lastError: (any Error)?, consecutiveFailures: Int)? {
-        (self as? any LoadableCoreOwner)?.failureRecord
+        loadableCapabilities.owner?.failureRecord
     }
 }
 

@@ -1,3 +1,4 @@
+import LoadableSupport
 internal import Observation
 
 /// Observation of the items and flags, and the changes of the items with their records.

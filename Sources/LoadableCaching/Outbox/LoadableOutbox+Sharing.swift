@@ -1,5 +1,6 @@
 internal import Foundation
 internal import Loadable
+import LoadableSupport
 
 /// Two processes on one queue: the sender's lock, and the reads of what the other did.
 extension LoadableOutbox {

@@ -1,5 +1,6 @@
 internal import Foundation
 public import Loadable
+import LoadableSupport
 
 /// Showing the items as layers on loadables, and the changes sent that no loadable showed yet.
 extension LoadableOutbox {

@@ -1,4 +1,5 @@
 internal import Foundation
+import LoadableSupport
 
 /// Saving the changes (the journal, snapshots) and restoring the queue.
 extension LoadableOutbox {

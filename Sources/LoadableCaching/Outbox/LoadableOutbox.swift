@@ -1,5 +1,6 @@
 public import Foundation
 internal import Loadable
+import LoadableSupport
 public import LoadableSyncer
 public import Observation
 

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// Which live store or outbox owns which entries of a cache: a store's `removeAll()` clears its
 /// whole cache, so two stores on one cache without scopes would wipe each other's entries at
 /// logout, and an outbox inside a store's cache would lose its queue; two outboxes on one entry

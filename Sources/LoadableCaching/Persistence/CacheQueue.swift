@@ -1,4 +1,5 @@
 internal import Loadable
+import LoadableSupport
 
 /// The reads and writes asked of one cache object, run one at a time in the order they were asked
 /// for: a save of a key never lands after a newer save of it, a restore reads the last save asked

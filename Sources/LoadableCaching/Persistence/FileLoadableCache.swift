@@ -1,5 +1,6 @@
 public import Foundation
 internal import Loadable
+import LoadableSupport
 
 #if canImport(Glibc)
     internal import Glibc

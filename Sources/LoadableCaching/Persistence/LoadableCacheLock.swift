@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// A lock taken with ``LoadableCache/tryLock(key:)``: held until ``release()``, until it is
 /// deinitialized, or until the process ends.
 ///

@@ -1,5 +1,6 @@
 public import Foundation
 package import Loadable
+import LoadableSupport
 
 extension Loadable where Contents: Codable & Sendable {
     /// Keeps the contents in `cache` under `key`: restores them now, and saves them after every

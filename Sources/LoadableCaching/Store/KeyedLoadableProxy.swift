@@ -245,6 +245,13 @@ public final class KeyedLoadableProxy<Key: Hashable & Sendable, Value: SyncableL
     }
 }
 
+extension KeyedLoadableProxy {
+    /// One of the package's syncable loadables, with its core.
+    public var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
+    }
+}
+
 extension KeyedLoadableProxy: LoadableFollowing {
     /// The current key's entry.
     package var followed: Value? { lease?.loadable }

@@ -1,5 +1,6 @@
 public import Foundation
 public import Loadable
+import LoadableSupport
 public import Observation
 
 /// One shared loadable per key, made on first use, kept while leased, and released after its last
@@ -248,15 +249,22 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     // MARK: - Entries
 
+    /// Stops the program when `make` leases the key it is making. Not inlinable: the check is
+    /// the package's (``makeEntry(for:)`` is inlined into the app).
+    @usableFromInline
+    func requireNotBeingMade(_ key: Key) {
+        requireValid(
+            !keysBeingMade.contains(key),
+            "LoadableStore: make(\(key)) asked the store for \(key) itself; make must not lease the key it is making"
+        )
+    }
+
     /// Makes the entry of `key`, with `make`, and adds it to the store. Inlinable with
     /// ``lease(_:)``: the calls of `make` and the insert into the dictionary are then specialized
     /// for the app's types.
     @inlinable
     func makeEntry(for key: Key) -> Entry {
-        requireValid(
-            !keysBeingMade.contains(key),
-            "LoadableStore: make(\(key)) asked the store for \(key) itself; make must not lease the key it is making"
-        )
+        requireNotBeingMade(key)
         keysBeingMade.append(key)
         let value = make(key)
         keysBeingMade.removeLast()

@@ -24,7 +24,7 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Store
     init(key: Key, value: Value, store: LoadableStore<Key, Value>) {
         self.key = key
         self.value = value
-        owner = value as? any LoadableCoreOwner
+        owner = value.loadableCapabilities.owner
         self.store = store
         super.init()
     }

@@ -126,6 +126,13 @@ public final class CombinedLoadable<Contents>: ContentsLoadable, SyncableLoadabl
     }
 }
 
+extension CombinedLoadable {
+    /// One of the package's syncable loadables, with its core.
+    public var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
+    }
+}
+
 extension CombinedLoadable: LoadableDeriving {
     /// The strict group of the members, which this loadable follows through its member-change
     /// handler; "in use", staleness and sync requests go to it (``LoadableForwarding``'s

@@ -45,6 +45,11 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
         super.init(members, policy: policy)
     }
 
+    /// One of the package's syncable loadables, with its core.
+    public override var loadableCapabilities: LoadableCapabilities {
+        LoadableCapabilities(owner: self, syncable: self)
+    }
+
     /// Whether any syncable member needs to sync.
     ///
     /// - Complexity: O(n) in the number of syncable members (stops at the first that needs it).
@@ -206,7 +211,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
         startedSyncCount = 0
         let members = members
         for index in indices {
-            (members[index] as? any SyncableLoadable)?.cancelSync()
+            members[index].loadableCapabilities.syncable?.cancelSync()
         }
     }
 

@@ -81,8 +81,8 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         var state: LoadableState
         var isContentsAvailable: Bool
         /// The member again, if it is one of the package's loadables: it can be read without
-        /// telling Observation (found once, when subscribing, rather than by a dynamic cast on
-        /// every notification).
+        /// telling Observation (asked once, when subscribing, rather than on every
+        /// notification).
         var untracked: (any LoadableCoreOwner)?
         var observation: LoadableObservation?
     }
@@ -90,6 +90,10 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
     /// The group's state (`core.state`) and availability (`core.hasContents`), observers and
     /// Observation registrar.
     package final let core = LoadableCore()
+
+    /// One of the package's loadables, with its core (a class member, so that a syncable subclass
+    /// answers for itself).
+    public var loadableCapabilities: LoadableCapabilities { LoadableCapabilities(owner: self) }
     private var entries: [MemberEntry] = []
     private var tally = MemberTally()
     /// Grows with every assignment of ``members``; observers of older members carry an older one.
@@ -257,12 +261,13 @@ open class PureLoadableGroup: PureLoadable, Observable, @MainActor CustomStringC
         defer { isSubscribing = false }
         for (index, member) in members.enumerated() {
             if let group = member as? PureLoadableGroup { groups.append(group) }
-            let untracked = member as? any LoadableCoreOwner
+            let capabilities = member.loadableCapabilities
+            let untracked = capabilities.owner
             let (state, isContentsAvailable) = untracked?.untrackedStatus ?? Self.status(of: member)
             entries.append(
                 MemberEntry(state: state, isContentsAvailable: isContentsAvailable, untracked: untracked))
             tally.add(state, isContentsAvailable: isContentsAvailable)
-            if let member = member as? any SyncableLoadable {
+            if let member = capabilities.syncable {
                 syncable.append(member)
                 syncableIndices.append(index)
             }

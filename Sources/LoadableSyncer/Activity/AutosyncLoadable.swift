@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// A `Loadable` that refreshes itself periodically while someone observes it.
 ///
 /// When its first observer arrives it syncs if it needs to (`Loadable.syncIfNeeded()`), then every

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// A ``TimeoutPolicy`` that refreshes every `period` after a success and retries after failures
 /// with an exponentially growing delay, optionally randomised ("jitter").
 ///

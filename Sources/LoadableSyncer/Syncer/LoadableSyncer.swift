@@ -1,3 +1,4 @@
+import LoadableSupport
 public import Observation
 
 /// Keeps a loadable fresh: retries it with backoff after a failure and refreshes it periodically
@@ -197,7 +198,7 @@ public final class LoadableSyncer: Observable {
         )
         self.clock = ElapsedClock(clock)
         use = WeakLoadableUse(loadable)
-        coreOwner = loadable as? any LoadableCoreOwner
+        coreOwner = loadable.loadableCapabilities.owner
         observation = loadable.addObserver { [weak self] _ in
             self?.loadableDidChange()
         }
@@ -297,10 +298,8 @@ public final class LoadableSyncer: Observable {
         failure(of: loadable, in: state(of: loadable)).retryAllowed
     }
 
-    /// The loadable's state, read without telling Observation when it has a core.
-    ///
-    /// `statusUntrackedWherePossible` does the same with a dynamic cast on every read; the syncer
-    /// reads on every transition, so it keeps the cast's result (``coreOwner``) instead.
+    /// The loadable's state, read without telling Observation when it has a core
+    /// (``coreOwner``, asked once rather than on every transition).
     private func state(of loadable: any SyncableLoadable) -> LoadableState {
         coreOwner?.untrackedStatus.state ?? loadable.loadableState
     }

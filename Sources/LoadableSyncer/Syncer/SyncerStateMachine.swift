@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// The decisions of a ``LoadableSyncer``, as a pure value: inputs in, timer and sync actions out.
 ///
 /// Times are `Duration`s elapsed since an origin chosen by the caller (the syncer's clock when it

@@ -1,3 +1,5 @@
+import LoadableSupport
+
 /// Lets many callers wait, each with a timeout, until a loadable reaches a condition; keeps the
 /// loadable syncing while anyone waits.
 ///
@@ -166,7 +168,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
         self.syncsIfPossible = syncsIfPossible
         self.machine = WaiterStateMachine(timeout: timeout)
         self.clock = ElapsedClock(clock)
-        coreOwner = target as? any LoadableCoreOwner
+        coreOwner = target.loadableCapabilities.owner
     }
 
     /// Whether the condition holds now.
@@ -390,7 +392,7 @@ public final class LoadableWaiter<Target: PureLoadable> {
                 self?.targetDidChange()
             }
         }
-        guard syncsIfPossible, let syncable = target as? any SyncableLoadable else { return }
+        guard syncsIfPossible, let syncable = target.loadableCapabilities.syncable else { return }
         syncable.syncIfNeeded()
         // The sync may have met the condition at once and ended every wait.
         guard isWatching else { return }

@@ -2,6 +2,7 @@ import Foundation
 import Loadable
 import LoadableCaching
 import LoadableCachingTestSupport
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

@@ -2,6 +2,7 @@ import Foundation
 import LoadableCaching
 import LoadableCachingTestSupport
 import LoadableSQLite
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting

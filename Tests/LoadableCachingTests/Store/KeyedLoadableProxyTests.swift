@@ -1,5 +1,6 @@
 import Foundation
 import LoadableCaching
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Observation

@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableCaching
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Observation

@@ -3,6 +3,7 @@ import Loadable
 import LoadableCaching
 import LoadableCachingTestSupport
 import LoadableSQLite
+import LoadableSupport
 import LoadableTestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import Loadable
 import LoadableHTTP
 import LoadableSQLite
+import LoadableSupport
 import LoadableSync
 import LoadableSyncer
 import LoadableTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableHTTP
+import LoadableSupport
 import LoadableSync
 import LoadableSyncer
 import LoadableTestSupport

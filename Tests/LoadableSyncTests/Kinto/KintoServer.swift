@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableHTTP
+import LoadableSupport
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -1,4 +1,5 @@
 import Foundation
+import LoadableSupport
 import LoadableSync
 
 /// An in-process sync server for tests: records with integer versions, a change log with
