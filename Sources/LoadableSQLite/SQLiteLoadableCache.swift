@@ -72,7 +72,7 @@ public import LoadableCaching
 ///
 /// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
 /// one transaction: their entries stay, unpinned.
-public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
+public actor SQLiteLoadableCache: LoadableCache {
     /// The database file's URL, as given.
     public nonisolated let path: URL
     /// The most bytes the entries may take, or `nil` for no limit.
@@ -385,14 +385,13 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         return (.save(entry), .success(result))
     }
 
-    // MARK: - CacheQueueSharing
+    // MARK: - Shared entries
 
-    /// The identity of the path's shared state: the objects of one path share one queue and one
-    /// set of claims.
-    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(file) }
-
-    /// `key` in NFC form, the key of its row.
-    package nonisolated func queueKey(for key: String) -> String { canonicalCacheKey(key) }
+    /// The path's entries: every object on the path reads and writes them (one queue, one set of
+    /// claims).
+    public nonisolated var sharedEntries: LoadableCacheEntries {
+        LoadableCacheEntries(id: ObjectIdentifier(file), cacheName: "SQLiteLoadableCache")
+    }
 
     // MARK: - For tests
 

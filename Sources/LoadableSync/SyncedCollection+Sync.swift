@@ -373,11 +373,8 @@ extension SyncedCollection {
                 }
             }
         }
-        isRestoringRecords = false
-        let waiters = restoreWaiters
-        restoreWaiters.removeAll()
         refreshPending()
-        for waiter in waiters { waiter.resume() }
+        recordsRestore.finish()
     }
 }
 

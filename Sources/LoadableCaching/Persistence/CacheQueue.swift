@@ -24,12 +24,12 @@ package final class CacheQueue: Sendable {
 
     /// The identity of the queue `cache`'s jobs run on.
     static func identity(of cache: any LoadableCache) -> ObjectIdentifier {
-        (cache as? any CacheQueueSharing)?.queueIdentity ?? ObjectIdentifier(cache)
+        cache.sharedEntries.id
     }
 
-    /// `key` of `cache` as the key of a job on its queue.
+    /// `key` of `cache` as the key of a job on its queue: its key among the shared entries.
     static func queueKey(_ key: String, in cache: any LoadableCache) -> String {
-        (cache as? any CacheQueueSharing)?.queueKey(for: key) ?? key
+        cache.sharedEntries.key(key)
     }
 
     /// The queue of `cache`, made if it has none.
@@ -227,12 +227,4 @@ package final class CacheQueue: Sendable {
             for step in steps { step() }
         }
     }
-}
-
-/// A cache whose entries other cache objects share: its jobs run on the queue of those entries.
-package protocol CacheQueueSharing: LoadableCache {
-    /// The identity of the queue of the entries (the same for every object that shares them).
-    var queueIdentity: ObjectIdentifier { get }
-    /// `key` as the key of a job on that queue (the key in the shared entries).
-    func queueKey(for key: String) -> String
 }
