@@ -574,3 +574,27 @@ public actor InMemoryLoadableCache: LoadableCache {
         entries.keys.sorted()
     }
 }
+
+extension LoadableCacheError {
+    /// The call of a cache that failed, for ``init(_:in:key:)``.
+    package enum Call {
+        case load, save, remove, removeAll
+    }
+
+    /// What the persistence, the store and the outbox report for a `call` of a cache on `key` that
+    /// threw `error`: `error` itself when it is a `LoadableCacheError` (the cache named the key
+    /// and the reason), otherwise the failure of the call, with `error` underlying (`key` is not
+    /// used for ``Call/removeAll``).
+    package init(_ error: any Error, in call: Call, key: String) {
+        if let error = error as? LoadableCacheError {
+            self = error
+            return
+        }
+        switch call {
+        case .load: self = .loadFailed(key: key, underlying: error)
+        case .save: self = .saveFailed(key: key, underlying: error)
+        case .remove: self = .removeFailed(key: key, underlying: error)
+        case .removeAll: self = .removeAllFailed(underlying: error)
+        }
+    }
+}

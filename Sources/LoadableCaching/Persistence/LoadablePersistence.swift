@@ -273,7 +273,7 @@ struct PersistenceSettings: Sendable {
                 CachedEntry(data: data, savedAt: savedAt, version: version, metadata: metadata), key: key)
             return nil
         } catch {
-            return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+            return LoadableCacheError(error, in: .save, key: key)
         }
     }
 
@@ -288,7 +288,7 @@ struct PersistenceSettings: Sendable {
                 if try await cache.touch(key: key, savedAt: savedAt, metadata: metadata) { return nil }
             } catch {
                 cacheHoldsBase.withLock { $0 = false }
-                return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+                return LoadableCacheError(error, in: .save, key: key)
             }
         }
         return await save(contents, savedAt: savedAt, metadata: metadata)
@@ -312,7 +312,7 @@ struct PersistenceSettings: Sendable {
                 throw LoadableCacheError.decodingFailed(key: key, underlying: error)
             }
         } catch {
-            failure = error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error)
+            failure = LoadableCacheError(error, in: .load, key: key)
         }
         // An entry proven useless (its bytes, its version, its decoding) is removed, so that it is
         // not read again; a failure to remove it is not reported apart (the next save replaces

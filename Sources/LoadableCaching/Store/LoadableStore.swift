@@ -613,7 +613,7 @@ final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> 
                 try await cache.remove(key: cacheKey)
                 return nil
             } catch {
-                let failure = error as? LoadableCacheError ?? .removeFailed(key: cacheKey, underlying: error)
+                let failure = LoadableCacheError(error, in: .remove, key: cacheKey)
                 return { self.onError?(failure) }
             }
         }
@@ -627,7 +627,7 @@ final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> 
                 try await cache.removeAll()
                 return nil
             } catch {
-                let failure = error as? LoadableCacheError ?? .removeAllFailed(underlying: error)
+                let failure = LoadableCacheError(error, in: .removeAll, key: "")
                 return { self.onError?(failure) }
             }
         }
