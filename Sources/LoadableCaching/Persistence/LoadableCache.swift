@@ -486,6 +486,11 @@ public actor InMemoryLoadableCache: LoadableCache {
         self.entries = entries
     }
 
+    /// The cache's own entries (no other object shares them), named by its type.
+    public nonisolated var sharedEntries: LoadableCacheEntries {
+        LoadableCacheEntries(id: ObjectIdentifier(self), cacheName: "InMemoryLoadableCache")
+    }
+
     /// The entry saved under `key`, or `nil`.
     public func load(key: String) -> CachedEntry? {
         entries[key]
