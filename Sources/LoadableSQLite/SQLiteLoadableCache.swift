@@ -73,7 +73,7 @@ import LoadableSupport
 ///
 /// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
 /// one transaction: their entries stay, unpinned.
-public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
+public actor SQLiteLoadableCache: LoadableCache {
     /// The database file's URL, as given.
     public nonisolated let path: URL
     /// The most bytes the entries may take, or `nil` for no limit.
@@ -194,22 +194,17 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
     /// removed, as its save would not keep it. The call still returns `true` then, as the
     /// protocol's default (a load and a save) would.
     ///
-    /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
-    /// resolves to it rather than to the protocol's default.
-    ///
-    /// - Parameters:
-    ///   - key: The entry's key.
-    ///   - savedAt: The new save date; a finite one.
-    ///   - metadata: The new metadata.
-    /// - Returns: `false` when there is no entry under `key` (nothing was written).
-    /// - Throws: `LoadableCacheError.saveFailed(key:underlying:)`: when `savedAt` is not a finite
-    ///   date (nothing is written), or with a ``SQLiteCacheError`` (the entry is left as it was).
+    /// Returns `false` when there is no entry under `key` (nothing was written). Throws
+    /// `LoadableCacheError.saveFailed(key:underlying:)` when `savedAt` (the new save date) is not
+    /// a finite date (nothing is written), or with a ``SQLiteCacheError`` (the entry is left as it
+    /// was). Not isolated to the actor (it hops onto it), so that a call on a
+    /// `SQLiteLoadableCache` resolves to it rather than to the protocol's default.
     public nonisolated func touch(key: String, savedAt: Date, metadata: [String: String]) async throws -> Bool {
-        try CachedEntry.checkSavedAt(savedAt, key: key)
-        return try await touchHere(key: key, savedAt: savedAt, metadata: metadata)
+        try await touchHere(key: key, savedAt: savedAt, metadata: metadata)
     }
 
     private func touchHere(key: String, savedAt: Date, metadata: [String: String]) throws -> Bool {
+        try CachedEntry.checkSavedAt(savedAt, key: key)
         let canonical = canonicalCacheKey(key)
         do {
             let limit = maxBytes
@@ -280,43 +275,21 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
 
     // MARK: - Locks and updates
 
-    /// `true`: the locks and updates of the objects of one file hold across processes.
-    public nonisolated var locksAcrossProcesses: Bool { true }
-
-    /// Takes the lock named `key` if no one holds it: no lock object of this process or of
-    /// another on the file. Never waits.
+    /// Changes the entry under `key` in one `BEGIN IMMEDIATE` transaction, which no write of
+    /// another object or process on the file comes into: loads it, passes it to `body` (which runs
+    /// inside the transaction; `nil`: there is none), and saves what `body` leaves, removes the
+    /// entry when it leaves `nil`, or writes nothing when it leaves the entry as it was. Returns
+    /// what `body` returns.
     ///
-    /// The lock is `flock` on the file `<path>-locks/<name>` (`<name>` as
-    /// `FileLoadableCache.fileName(forKey:)` gives it), made with its folder on first use and kept
-    /// when the lock is released. The system frees it when the process exits or dies.
+    /// Pins, the limit's evictions (in the same transaction) and recency apply, as in
+    /// ``load(key:)`` and ``save(_:key:)``. While another connection writes, the transaction waits
+    /// for it as a save does (up to 10 seconds), blocking the actor's thread.
     ///
-    /// - Parameter key: The lock's name: any string; keys that Swift finds equal are one lock.
-    /// - Returns: The held lock, or `nil` when someone holds it.
-    /// - Throws: `LoadableCacheError.loadFailed(key:underlying:)` naming the lock's path and the
-    ///   system's reason when its file cannot be made or opened.
-    public nonisolated func tryLock(key: String) async throws -> LoadableCacheLock? {
-        try FileLock.tryLock(key: key, inFolder: locksPath)
-    }
-
-    /// Loads the entry under `key`, passes it to `body`, and saves what `body` leaves (removes the
-    /// entry when it leaves `nil`; writes nothing when it leaves the entry as it was), in one
-    /// `BEGIN IMMEDIATE` transaction: no write of another object or process on the file comes in
-    /// between.
-    ///
-    /// The load and the save keep the rules of ``load(key:)`` and ``save(_:key:)``: pins, the
-    /// limit's evictions (in the same transaction) and recency apply. While another connection
-    /// writes, the transaction waits for it, as a save does (up to 10 seconds), blocking the
-    /// actor's thread.
-    ///
-    /// - Parameters:
-    ///   - key: The entry's key.
-    ///   - body: Changes the entry (`nil`: there is none). Runs inside the transaction.
-    /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws (nothing is written); what ``load(key:)`` throws (`body` does
-    ///   not run); `LoadableCacheError.saveFailed(key:underlying:)` when `body` leaves a `savedAt`
-    ///   that is not a finite date (nothing is written); when the change cannot be written (the
-    ///   entry is left as it was), `saveFailed(key:underlying:)`, or `removeFailed(key:underlying:)`
-    ///   for a removal, with a ``SQLiteCacheError``.
+    /// Throws what `body` throws (nothing is written) and what ``load(key:)`` throws (`body` does
+    /// not run); `LoadableCacheError.saveFailed(key:underlying:)` when `body` leaves a `savedAt`
+    /// that is not a finite date (nothing is written); when the change cannot be written (the
+    /// entry is left as it was), `saveFailed(key:underlying:)`, or `removeFailed(key:underlying:)`
+    /// for a removal, with a ``SQLiteCacheError``.
     public func update<Result: Sendable>(
         key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
     ) async throws -> Result {
@@ -386,14 +359,28 @@ public actor SQLiteLoadableCache: LoadableCache, CacheQueueSharing {
         return (.save(entry), .success(result))
     }
 
-    // MARK: - CacheQueueSharing
+    // MARK: - Shared entries
 
-    /// The identity of the path's shared state: the objects of one path share one queue and one
-    /// set of claims.
-    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(file) }
+    /// The path's entries: every object on the path reads and writes them (one queue, one set of
+    /// claims).
+    public nonisolated var sharedEntries: LoadableCacheEntries {
+        LoadableCacheEntries(id: ObjectIdentifier(file), cacheName: "SQLiteLoadableCache")
+    }
 
-    /// `key` in NFC form, the key of its row.
-    package nonisolated func queueKey(for key: String) -> String { canonicalCacheKey(key) }
+    // MARK: - Locks
+
+    /// `true`: the locks and updates of the objects of one file hold across processes (see "Two
+    /// processes, one entry" above).
+    public nonisolated var locksAcrossProcesses: Bool { true }
+
+    /// Takes the lock named `key` if no lock object of this process or of another on the file
+    /// holds it; never waits. The lock is `flock` on `<path>-locks/<name>`, as the type's
+    /// documentation tells; keys that Swift finds equal are one lock. Returns the held lock, or
+    /// `nil` when someone holds it; throws `LoadableCacheError.loadFailed(key:underlying:)`,
+    /// naming the lock's path and the system's reason, when its file cannot be made or opened.
+    public nonisolated func tryLock(key: String) async throws -> LoadableCacheLock? {
+        try FileLock.tryLock(key: key, inFolder: locksPath)
+    }
 
     // MARK: - For tests
 

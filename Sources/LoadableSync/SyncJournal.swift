@@ -69,8 +69,9 @@ enum SyncJournal {
         var records: [Record.ID: RemoteRecord<Record>] = [:]
         let decoder = JSONDecoder()
         var firstPage = 1
+        var loading = snapshotKey(key)
         do {
-            if let entry = try await cache.load(key: snapshotKey(key)) {
+            if let entry = try await cache.load(key: loading) {
                 do {
                     let snapshot = try decoder.decode(SyncJournalSnapshot<Record>.self, from: entry.data)
                     for record in snapshot.records {
@@ -91,7 +92,8 @@ enum SyncJournal {
                 }
             }
             var number = firstPage
-            while number < firstPage + maxPages, let entry = try await cache.load(key: pageKey(key, number)) {
+            loading = pageKey(key, number)
+            while number < firstPage + maxPages, let entry = try await cache.load(key: loading) {
                 let page: SyncJournalPage<Record>
                 do {
                     page = try decoder.decode(SyncJournalPage<Record>.self, from: entry.data)
@@ -113,9 +115,10 @@ enum SyncJournal {
                 restore.pageRecords += page.changed.count + page.deleted.count
                 restore.lastPage = number
                 number += 1
+                loading = pageKey(key, number)
             }
         } catch {
-            restore.errors.append(error)
+            restore.errors.append(LoadableCacheError(error, in: .load, key: loading))
         }
         restore.records = order.compactMap { records[$0] }
         return restore
@@ -131,7 +134,7 @@ enum SyncJournal {
                 number += 1
             }
         } catch {
-            errors.append(error)
+            errors.append(LoadableCacheError(error, in: .remove, key: pageKey(key, number)))
         }
     }
 
@@ -149,7 +152,7 @@ enum SyncJournal {
         do {
             try await cache.removeEntries(keyPrefix: snapshotKey(key))
         } catch {
-            errors.append(error)
+            errors.append(LoadableCacheError(error, in: .removeAll, key: snapshotKey(key)))
         }
     }
 }

@@ -289,7 +289,7 @@ extension SyncedCollection {
                     CachedEntry(data: data, savedAt: savedAt, version: 1, isPinned: true),
                     key: SyncJournal.pageKey(key, number))
             } catch {
-                failure = error
+                failure = LoadableCacheError(error, in: .save, key: SyncJournal.pageKey(key, number))
             }
             return { [weak self] in
                 if let failure { self?.report(failure) }
@@ -327,7 +327,7 @@ extension SyncedCollection {
                     key: SyncJournal.snapshotKey(key))
                 try await SyncJournal.removePages(downFrom: snapshot.lastPage, in: cache, key: key)
             } catch {
-                failure = error
+                failure = LoadableCacheError(error, in: .save, key: SyncJournal.snapshotKey(key))
             }
             guard let failure else { return nil }
             return { [weak self] in self?.report(failure) }
@@ -373,11 +373,8 @@ extension SyncedCollection {
                 }
             }
         }
-        isRestoringRecords = false
-        let waiters = restoreWaiters
-        restoreWaiters.removeAll()
         refreshPending()
-        for waiter in waiters { waiter.resume() }
+        recordsRestore.finish()
     }
 }
 

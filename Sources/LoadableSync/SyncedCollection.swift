@@ -92,8 +92,8 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     var tombstoneSkippedDuringPull = false
 
     // Persistence.
-    var isRestoringRecords = true
-    var restoreWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The restore of the records, and the callers of ``restored()`` waiting for it.
+    let recordsRestore = RestoreWaiter()
     var journalPage = 0
     var journalPageRecords = 0
 
@@ -290,7 +290,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
     /// Returns once the records and the pending changes of earlier launches are read (or found
     /// missing, or failed to read) and shown; at once when they are.
     public func restored() async {
-        if isRestoringRecords { await withCheckedContinuation { restoreWaiters.append($0) } }
+        await recordsRestore.restored()
         await outbox.restored()
         refreshPending()
     }

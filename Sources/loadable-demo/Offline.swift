@@ -75,7 +75,7 @@ extension Tour {
             timeline.log("user", "adds \"\(item)\"", "shown at once: \(Self.describe(list: list, outbox))")
         }
         await outbox.saved()
-        await persistence.flush()
+        await persistence.saved()
         timeline.log("outbox", "saved", "\(outbox.items.count) changes on disk, none sent (offline)")
     }
 

@@ -9,7 +9,7 @@ import LoadableTesting
 extension Tour {
     func relaunch() async {
         // Every save asked for during the tour is on disk before the "next launch" reads it.
-        await posts.flush()
+        await posts.saved()
         let files = savedFiles()
         timeline.log("posts store", "saved", "\(files) entries on disk, one file per key")
         timeline.log("app", "relaunched", "a new posts store on the same folder; the post screen opens")
@@ -39,7 +39,7 @@ extension Tour {
 
         timeline.log("user", "logged out", "the store and its cache are cleared")
         store.removeAll()
-        await store.flush()
+        await store.saved()
         let left = savedFiles()
         timeline.log("posts store", "cleared", "\(left) files left on disk")
         post.release()

@@ -41,7 +41,7 @@ struct CachingLongDurationExitTests {
         let loadable = IdleLoadable()
         loadable.maxAge = .seconds(Int64.max)
         await observing(loadable, { _ in }) {
-            await loadable.persist(in: cache, key: "k", maxRestoreAge: .seconds(Int64.max)).flush()
+            await loadable.persist(in: cache, key: "k", maxRestoreAge: .seconds(Int64.max)).saved()
             await letTimersStartSleeping()
             #expect(loadable.contents == 7)
             #expect(loadable.age.map { $0 > .seconds(100 * 365 * 24 * 3600) } == true)

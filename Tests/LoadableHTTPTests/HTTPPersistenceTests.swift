@@ -83,7 +83,7 @@ final class SentBodyBytes: Sendable {
         let persistence = try #require(first).persist(in: cache, key: "feed")
         first?.sync()
         try await first?.doneSyncing()
-        await persistence.flush()
+        await persistence.saved()
         let firstLaunchBytes = bytes.total
         #expect(firstLaunchBytes > 100)
         #expect(

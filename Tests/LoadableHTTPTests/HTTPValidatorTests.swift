@@ -100,7 +100,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let list = makeList(server)
         let persistence = list.persist(in: cache, key: "list")
         try await list.synced(forceSync: true)
-        await persistence.flush()
+        await persistence.saved()
         #expect(try await cache.load(key: "list")?.metadata == ["ETag": #""v1""#])
         #expect(list.etag == #""v1""#)
 
@@ -123,7 +123,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
         #expect(list.contents?.title == "local")
         #expect(list.etag == nil, "the server never had the contents shown")
-        await persistence.flush()
+        await persistence.saved()
         let saved = try #require(try await cache.load(key: "list"))
         #expect(saved.metadata == [:], "the saved entry keeps no validator of contents the server may not have")
         #expect(try JSONDecoder().decode(TaskList.self, from: saved.data).title == "local")
@@ -132,7 +132,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         #expect(server.requests.last?.header("If-None-Match") == nil)
         #expect(list.contents?.title == "milk", "the server's contents, not a 304 confirming the local write")
         #expect(list.etag == #""v1""#)
-        await persistence.flush()
+        await persistence.saved()
         #expect(try await cache.load(key: "list")?.metadata == ["ETag": #""v1""#])
         server.stop()
     }
@@ -224,7 +224,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         activity.connectivity = .online
         await settle { outbox?.items.isEmpty == true }
         #expect(list?.contents?.title == "Phone's milk")
-        await persistence?.flush()
+        await persistence?.saved()
         await outbox?.saved()
 
         (list, persistence, outbox) = (nil, nil, nil)
@@ -246,7 +246,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         var first: HTTPLoadable<TaskList>? = makeList(server)
         let persistence = try #require(first).persist(in: cache, key: "tasks", now: clock)
         try await first?.synced(forceSync: true)
-        await persistence.flush()
+        await persistence.saved()
         first = nil
         let file = cache.entriesDirectory.appendingPathComponent(FileLoadableCache.fileName(forKey: "tasks")).path
         let before = try #require(Self.fileIdentity(file))
@@ -256,7 +256,7 @@ enum LocalWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let secondPersistence = second.persist(in: cache, key: "tasks", now: clock)
         await secondPersistence.restored()
         try await second.synced(forceSync: true)
-        await secondPersistence.flush()
+        await secondPersistence.saved()
         #expect(server.requests.last?.header("If-None-Match") == #""v1""#)
         let entry = try #require(try await cache.load(key: "tasks"))
         #expect(entry.savedAt == Date(timeIntervalSinceReferenceDate: 5_000))

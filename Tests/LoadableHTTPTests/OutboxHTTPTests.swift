@@ -106,7 +106,7 @@ private final class WordServer: Sendable {
         #expect(list?.contents == ["x", "a", "b", "c"], "shown at once")
         #expect(outbox?.pendingCount == 3)
         await outbox?.saved()
-        await persistence?.flush()
+        await persistence?.saved()
         #expect(words.posts == 0, "nothing is sent offline")
 
         // Relaunch, still offline: the list and the changes come back from the disk.

@@ -299,7 +299,7 @@ enum WriteForm: String, CaseIterable, CustomTestStringConvertible {
         #expect(comment.contents == Comment(id: 1, text: "edited"))
         #expect(comment.etag == #""2""#)
         #expect(comment.lastModified == "Tue, 24 Nov 2026 10:00:00 GMT")
-        await persistence.flush()
+        await persistence.saved()
         #expect(
             await cache.load(key: "c")?.metadata
                 == ["ETag": #""2""#, "Last-Modified": "Tue, 24 Nov 2026 10:00:00 GMT"])

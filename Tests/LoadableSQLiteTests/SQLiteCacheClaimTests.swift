@@ -80,7 +80,7 @@ struct SQLiteCacheClaimTests {
         let users = Self.store(on: second.scoped("users/"))
         try await second.save(contractEntry(3), key: "users/1")
         posts.removeAll()
-        await posts.flush()
+        await posts.saved()
 
         let third = try SQLiteLoadableCache(path: path)
         // Each queue's first journal entry.
@@ -97,8 +97,8 @@ struct SQLiteCacheClaimTests {
         let first = try SQLiteLoadableCache(path: path)
         let second = try SQLiteLoadableCache(path: URL(fileURLWithPath: folder.path + "/./cache.sqlite"))
         let elsewhere = try SQLiteLoadableCache(path: folder.appendingPathComponent("other.sqlite"))
-        #expect(first.queueIdentity == second.queueIdentity)
-        #expect(first.queueIdentity != elsewhere.queueIdentity)
-        #expect(first.queueKey(for: "cafe\u{301}") == "caf\u{E9}")
+        #expect(first.sharedEntries == second.sharedEntries)
+        #expect(first.sharedEntries != elsewhere.sharedEntries)
+        #expect(first.sharedEntries.cacheName == "SQLiteLoadableCache")
     }
 }

@@ -273,7 +273,7 @@ func persistRoundTrip(_ values: [PersistedItem], in cache: any LoadableCache) as
         saved.append(loadable)
     }
     let saveOnMain = saveWatch.stop().duration
-    await persistence?.flush()
+    await persistence?.saved()
     let save = saveWatch.stop()
 
     let restoreWatch = Stopwatch.start()
@@ -283,7 +283,7 @@ func persistRoundTrip(_ values: [PersistedItem], in cache: any LoadableCache) as
         restored.append(loadable)
     }
     let restoreOnMain = restoreWatch.stop().duration
-    await persistence?.flush()
+    await persistence?.saved()
     let restore = restoreWatch.stop()
 
     precondition(errors == 0, "\(errors) persistence errors")
@@ -503,7 +503,7 @@ private func runStalls(_ values: [PersistedItem], _ settings: Settings, into rep
         loadable.setContents(value)
         writers.append(loadable)
     }
-    await persistence?.flush()
+    await persistence?.saved()
     writers = []
     writeFloorFilesWithoutSync(values, in: floorDirectory)
 
@@ -580,7 +580,7 @@ private func restoreWithTicker(_ values: [PersistedItem], cache: FileLoadableCac
     }
     let ticker = MainActorTicker()
     let watch = Stopwatch.start()
-    await persistence?.flush()
+    await persistence?.saved()
     let work = watch.stop().duration
     let gaps = await ticker.stop()
     precondition(loadables.map(\.contents) == values, "the restored contents differ from the saved ones")

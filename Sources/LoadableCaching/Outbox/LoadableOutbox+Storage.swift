@@ -139,9 +139,7 @@ extension LoadableOutbox {
         if machine.requestedSave == machine.savedSequence, stored.withLock({ !$0.operations.isEmpty }) {
             actions.insert(machine.requestSave(), at: 0)
         }
-        let waiters = restoreWaiters
-        restoreWaiters = []
-        for waiter in waiters { waiter.resume() }
+        restore.finish()
         perform(actions)
     }
 

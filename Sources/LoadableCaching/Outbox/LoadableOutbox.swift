@@ -148,7 +148,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     var sendCount = 0
 
     var saveWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
-    var restoreWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The callers of ``restored()`` waiting for the restore.
+    let restore = RestoreWaiter()
     /// ``removeAll()`` was called while restoring: what the restore finds is dropped.
     var dropsRestored = false
     /// The stored queue could not be read (for another reason than its bytes): saves add to it.
@@ -481,8 +482,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     /// Returns once the items of earlier launches have been read (or found missing, or failed to
     /// read) and put before the ones enqueued since; at once when they have.
     public func restored() async {
-        guard machine.isRestoring else { return }
-        await withCheckedContinuation { restoreWaiters.append($0) }
+        await restore.restored()
     }
 
     /// Whether the items of earlier launches are still being read (``restored()`` waits for them):

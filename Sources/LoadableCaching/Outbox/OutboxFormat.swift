@@ -77,17 +77,17 @@ enum OutboxFormat {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16 + 8 * folded.count + records.reduce(0) { $0 + estimatedSize(of: $1) })
         bytes.append(contentsOf: magic)
-        append(UInt32(clamping: records.count), to: &bytes)
+        ByteCodec.append(UInt32(clamping: records.count), to: &bytes)
         for record in records { append(record, to: &bytes) }
         bytes.append(UInt8(clamping: folded.count))
-        for number in folded { append(number, to: &bytes) }
+        for number in folded { ByteCodec.append(number, to: &bytes) }
         return Data(bytes)
     }
 
     /// The records in `data` (layout 1, 2 or 3) and how far each writer's journal is folded in;
     /// throws a reason when the bytes are not a whole outbox.
     static func decode(_ data: Data) throws(OutboxFormatError) -> (records: [OutboxRecord], folded: [UInt64]) {
-        var reader = Reader(bytes: [UInt8](data))
+        var reader = ByteReader([UInt8](data)[...])
         let mark = try reader.bytes(4)
         let layout: Int
         if mark == magic[...] {
@@ -122,7 +122,7 @@ enum OutboxFormat {
                     }
                 })
         bytes.append(contentsOf: journalMagic)
-        append(UInt32(clamping: operations.count), to: &bytes)
+        ByteCodec.append(UInt32(clamping: operations.count), to: &bytes)
         for operation in operations {
             switch operation {
             case .put(let record):
@@ -130,7 +130,7 @@ enum OutboxFormat {
                 append(record, to: &bytes)
             case .remove(let id):
                 bytes.append(2)
-                appendField(id.utf8, to: &bytes)
+                ByteCodec.appendField(id.utf8, to: &bytes)
             }
         }
         return Data(bytes)
@@ -138,7 +138,7 @@ enum OutboxFormat {
 
     /// The operations of a journal entry; throws a reason when the bytes are not a whole one.
     static func decodeOperations(_ data: Data) throws(OutboxFormatError) -> [OutboxOperation] {
-        var reader = Reader(bytes: [UInt8](data))
+        var reader = ByteReader([UInt8](data)[...])
         guard try reader.bytes(4) == journalMagic[...] else {
             throw OutboxFormatError(reason: "not an outbox journal entry (no LOJ1 mark)")
         }
@@ -170,94 +170,54 @@ enum OutboxFormat {
         if record.isSent { flags |= 32 }
         if record.notBefore != nil { flags |= 64 }
         bytes.append(flags)
-        append(UInt32(clamping: record.attempts), to: &bytes)
-        append(record.enqueuedAt.bitPattern, to: &bytes)
-        append((record.notBefore ?? 0).bitPattern, to: &bytes)
-        append(record.sentAt.bitPattern, to: &bytes)
-        appendField(record.id.utf8, to: &bytes)
-        appendField(record.idempotencyKey.utf8, to: &bytes)
-        appendField(record.lastError.utf8, to: &bytes)
-        appendField(record.errorType.utf8, to: &bytes)
-        appendField((record.scope ?? "").utf8, to: &bytes)
-        appendField(record.change, to: &bytes)
-        appendField(record.remote ?? Data(), to: &bytes)
+        ByteCodec.append(UInt32(clamping: record.attempts), to: &bytes)
+        ByteCodec.append(record.enqueuedAt.bitPattern, to: &bytes)
+        ByteCodec.append((record.notBefore ?? 0).bitPattern, to: &bytes)
+        ByteCodec.append(record.sentAt.bitPattern, to: &bytes)
+        ByteCodec.appendField(record.id.utf8, to: &bytes)
+        ByteCodec.appendField(record.idempotencyKey.utf8, to: &bytes)
+        ByteCodec.appendField(record.lastError.utf8, to: &bytes)
+        ByteCodec.appendField(record.errorType.utf8, to: &bytes)
+        ByteCodec.appendField((record.scope ?? "").utf8, to: &bytes)
+        ByteCodec.appendField(record.change, to: &bytes)
+        ByteCodec.appendField(record.remote ?? Data(), to: &bytes)
     }
+}
 
-    private static func append<I: FixedWidthInteger>(_ value: I, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    private static func appendField(_ field: some Collection<UInt8>, to bytes: inout [UInt8]) {
-        append(UInt32(field.count), to: &bytes)
-        bytes.append(contentsOf: field)
-    }
-
-    /// Reads the layout with every length checked against the bytes left.
-    private struct Reader {
-        let bytes: [UInt8]
-        var offset = 0
-
-        var remaining: Int { bytes.count - offset }
-        var isAtEnd: Bool { offset == bytes.count }
-
-        mutating func bytes(_ count: Int) throws(OutboxFormatError) -> ArraySlice<UInt8> {
-            guard count <= remaining else {
-                throw OutboxFormatError(
-                    reason: "cut short: \(count) bytes wanted at offset \(offset), \(remaining) left")
-            }
-            defer { offset += count }
-            return bytes[offset..<offset + count]
-        }
-
-        mutating func integer<I: FixedWidthInteger>(_: I.Type) throws(OutboxFormatError) -> I {
-            var value = I.zero
-            for (shift, byte) in try bytes(I.bitWidth / 8).enumerated() {
-                value |= I(truncatingIfNeeded: byte) << (shift * 8)
-            }
-            return value
-        }
-
-        mutating func field() throws(OutboxFormatError) -> ArraySlice<UInt8> {
-            try bytes(Int(try integer(UInt32.self)))
-        }
-
-        /// A record of `layout` (1, or 2 and 3, which share it).
-        mutating func record(layout: Int) throws(OutboxFormatError) -> OutboxRecord {
-            let isLayout1 = layout == 1
-            let flags = try integer(UInt8.self)
-            let attempts = try integer(UInt32.self)
-            let enqueuedAt = Double(bitPattern: try integer(UInt64.self))
-            let notBefore = isLayout1 ? 0 : Double(bitPattern: try integer(UInt64.self))
-            let sentAt = isLayout1 ? 0 : Double(bitPattern: try integer(UInt64.self))
-            let id = String(decoding: try field(), as: UTF8.self)
-            let idempotencyKey = String(decoding: try field(), as: UTF8.self)
-            let lastError = String(decoding: try field(), as: UTF8.self)
-            let errorType = isLayout1 ? "" : String(decoding: try field(), as: UTF8.self)
-            let scope = isLayout1 ? "" : String(decoding: try field(), as: UTF8.self)
-            let change = Data(try field())
-            let remote = isLayout1 ? Data() : Data(try field())
-            let known: UInt8 = isLayout1 ? 3 : 127
-            guard flags & ~known == 0 else { throw OutboxFormatError(reason: "unknown flags \(flags) in item \(id)") }
-            var record = OutboxRecord(
-                id: id, idempotencyKey: idempotencyKey, enqueuedAt: enqueuedAt, attempts: Int(attempts),
-                isFailed: flags & 1 != 0, isSetAside: flags & 2 != 0, lastError: lastError, change: change)
-            record.errorType = errorType
-            record.isConflict = flags & 4 != 0
-            record.scope = flags & 8 != 0 ? scope : nil
-            record.remote = flags & 16 != 0 ? remote : nil
-            record.isSent = flags & 32 != 0
-            record.notBefore = flags & 64 != 0 ? notBefore : nil
-            record.sentAt = sentAt
-            return record
-        }
+extension ByteReader {
+    /// An outbox record of `layout` (1, or 2 and 3, which share it).
+    mutating func record(layout: Int) throws(OutboxFormatError) -> OutboxRecord {
+        let isLayout1 = layout == 1
+        let flags = try integer(UInt8.self)
+        let attempts = try integer(UInt32.self)
+        let enqueuedAt = Double(bitPattern: try integer(UInt64.self))
+        let notBefore = isLayout1 ? 0 : Double(bitPattern: try integer(UInt64.self))
+        let sentAt = isLayout1 ? 0 : Double(bitPattern: try integer(UInt64.self))
+        let id = String(decoding: try field(), as: UTF8.self)
+        let idempotencyKey = String(decoding: try field(), as: UTF8.self)
+        let lastError = String(decoding: try field(), as: UTF8.self)
+        let errorType = isLayout1 ? "" : String(decoding: try field(), as: UTF8.self)
+        let scope = isLayout1 ? "" : String(decoding: try field(), as: UTF8.self)
+        let change = Data(try field())
+        let remote = isLayout1 ? Data() : Data(try field())
+        let known: UInt8 = isLayout1 ? 3 : 127
+        guard flags & ~known == 0 else { throw OutboxFormatError(reason: "unknown flags \(flags) in item \(id)") }
+        var record = OutboxRecord(
+            id: id, idempotencyKey: idempotencyKey, enqueuedAt: enqueuedAt, attempts: Int(attempts),
+            isFailed: flags & 1 != 0, isSetAside: flags & 2 != 0, lastError: lastError, change: change)
+        record.errorType = errorType
+        record.isConflict = flags & 4 != 0
+        record.scope = flags & 8 != 0 ? scope : nil
+        record.remote = flags & 16 != 0 ? remote : nil
+        record.isSent = flags & 32 != 0
+        record.notBefore = flags & 64 != 0 ? notBefore : nil
+        record.sentAt = sentAt
+        return record
     }
 }
 
 /// Why the bytes of an outbox entry are not a whole outbox.
-struct OutboxFormatError: Error, CustomStringConvertible {
-    let reason: String
-    var description: String { reason }
-}
+typealias OutboxFormatError = ByteFormatError
 
 /// The ids and idempotency keys of new items: version 4 UUID strings, as `UUID().uuidString`
 /// spells them, drawn from the system's random number generator (which, unlike `UUID()` on

@@ -88,7 +88,7 @@ enum OutboxStorage {
             try await cache.save(entry, key: entryKey)
             return nil
         } catch {
-            return error as? LoadableCacheError ?? .saveFailed(key: entryKey, underlying: error)
+            return LoadableCacheError(error, in: .save, key: entryKey)
         }
     }
 
@@ -105,7 +105,7 @@ enum OutboxStorage {
             try CachedEntry.checkSavedAt(savedAt, key: key)
             try await cache.save(entry, key: key)
         } catch {
-            return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+            return LoadableCacheError(error, in: .save, key: key)
         }
         for slot in 0..<OutboxJournal.slots where journal.read[slot] > journal.folded[slot] {
             for number in (journal.folded[slot] + 1)...journal.read[slot] {
@@ -123,7 +123,7 @@ enum OutboxStorage {
         do {
             try await cache.remove(key: key)
         } catch {
-            failure = error as? LoadableCacheError ?? .removeFailed(key: key, underlying: error)
+            failure = LoadableCacheError(error, in: .remove, key: key)
         }
         for slot in 0..<OutboxJournal.slots where journal.read[slot] > 0 {
             for number in 1...journal.read[slot] {
@@ -204,7 +204,7 @@ enum OutboxStorage {
             }
             return .success((records, journal, damage))
         } catch {
-            return .failure(error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error))
+            return .failure(LoadableCacheError(error, in: .load, key: key))
         }
     }
 

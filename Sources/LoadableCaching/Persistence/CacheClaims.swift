@@ -5,9 +5,9 @@ import LoadableSupport
 /// logout, and an outbox inside a store's cache would lose its queue; two outboxes on one entry
 /// would overwrite each other's queue.
 ///
-/// A claim is the identity of the entries (the ``CacheQueue`` identity: the file cache's objects
-/// of one folder, or the SQLite cache's of one file, are one cache, and a scope is part of its
-/// cache) and a key prefix (empty for a whole cache):
+/// A claim is the identity of the entries (``LoadableCache/sharedEntries``: the file cache's
+/// objects of one folder, or the SQLite cache's of one file, are one cache, and a scope is part of
+/// its cache) and a key prefix (empty for a whole cache):
 /// every key that starts with it for a store, the one key for an outbox. Two store claims conflict
 /// when one prefix starts the other; an outbox's key conflicts with a store's prefix that starts
 /// it, and with another outbox's equal key. Claims end with their owners.
@@ -41,17 +41,19 @@ enum CacheClaims {
     /// Records that `store` owns `cache`; stops the program with a message naming `scoped(_:)`
     /// when a live store or outbox owns entries of it.
     static func claim(_ cache: any LoadableCache, for store: AnyObject) {
-        claim(Claim(prefix: scopePrefix(cache), isOneKey: false, owner: store), in: cache, by: "LoadableStore")
+        let entries = cache.sharedEntries
+        claim(Claim(prefix: entries.keyPrefix, isOneKey: false, owner: store), in: entries, by: "LoadableStore")
     }
 
     /// Records that `outbox` owns the entry `key` of `cache`; stops the program with a message
     /// when a live store owns the entries it is in, or another live outbox owns it.
     static func claim(_ cache: any LoadableCache, key: String, for outbox: AnyObject) {
-        claim(Claim(prefix: scopePrefix(cache) + key, isOneKey: true, owner: outbox), in: cache, by: "LoadableOutbox")
+        let entries = cache.sharedEntries
+        claim(Claim(prefix: entries.key(key), isOneKey: true, owner: outbox), in: entries, by: "LoadableOutbox")
     }
 
-    private static func claim(_ claim: Claim, in cache: any LoadableCache, by caller: String) {
-        let identity = CacheQueue.identity(of: cache)
+    private static func claim(_ claim: Claim, in entries: LoadableCacheEntries, by caller: String) {
+        let identity = entries.id
         var live = (claims[identity] ?? []).filter { $0.owner != nil }
         if let other = live.first(where: { $0.conflicts(with: claim) }) {
             let otherOwner = other.owner.map { "\(type(of: $0))" } ?? "an owner"
@@ -61,18 +63,11 @@ enum CacheClaims {
                 : "a store's removeAll() clears its whole cache, so give each store its own scope: cache.scoped(\"posts/\"), cache.scoped(\"users/\"), and each outbox a key outside them"
             requireValid(
                 false,
-                "\(caller): \(claim.description) of \(type(of: scopedBase(cache))) overlaps \(other.description), which a live \(otherOwner) already owns; \(advice)"
+                "\(caller): \(claim.description) of \(entries.cacheName) overlaps \(other.description), which a live \(otherOwner) already owns; \(advice)"
             )
         }
         live.append(claim)
         claims[identity] = live
     }
 
-    private static func scopePrefix(_ cache: any LoadableCache) -> String {
-        (cache as? ScopedLoadableCache)?.prefix ?? ""
-    }
-
-    private static func scopedBase(_ cache: any LoadableCache) -> any LoadableCache {
-        (cache as? ScopedLoadableCache)?.base ?? cache
-    }
 }

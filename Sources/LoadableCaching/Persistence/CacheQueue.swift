@@ -23,19 +23,10 @@ package final class CacheQueue: Sendable {
     /// The queues with work, by the identity of their cache.
     @MainActor private static var queues: [ObjectIdentifier: CacheQueue] = [:]
 
-    /// The identity of the queue `cache`'s jobs run on.
-    static func identity(of cache: any LoadableCache) -> ObjectIdentifier {
-        (cache as? any CacheQueueSharing)?.queueIdentity ?? ObjectIdentifier(cache)
-    }
-
-    /// `key` of `cache` as the key of a job on its queue.
-    static func queueKey(_ key: String, in cache: any LoadableCache) -> String {
-        (cache as? any CacheQueueSharing)?.queueKey(for: key) ?? key
-    }
-
-    /// The queue of `cache`, made if it has none.
-    @MainActor static func of(_ cache: any LoadableCache) -> CacheQueue {
-        let id = identity(of: cache)
+    /// The queue of `entries` (a cache's ``LoadableCache/sharedEntries``), made if it has none.
+    /// Its jobs are keyed by their keys among the entries (``LoadableCacheEntries/key(_:)``).
+    @MainActor static func of(_ entries: LoadableCacheEntries) -> CacheQueue {
+        let id = entries.id
         if let queue = queues[id] { return queue }
         let queue = CacheQueue(identity: id)
         queues[id] = queue
@@ -44,7 +35,8 @@ package final class CacheQueue: Sendable {
 
     /// Queues a save of `key` in `cache`, or replaces the save of it that waits for its turn.
     @MainActor static func enqueueSave(in cache: any LoadableCache, key: String, work: @escaping Work) {
-        of(cache).enqueueSave(key: queueKey(key, in: cache), work: work)
+        let entries = cache.sharedEntries
+        of(entries).enqueueSave(key: entries.key(key), work: work)
     }
 
     /// Queues a touch of `key` in `cache` (a new date for contents confirmed as they are): `touch`,
@@ -54,12 +46,14 @@ package final class CacheQueue: Sendable {
     @MainActor static func enqueueTouch(
         in cache: any LoadableCache, key: String, save: @escaping Work, touch: @escaping Work
     ) {
-        of(cache).enqueueTouch(key: queueKey(key, in: cache), save: save, touch: touch)
+        let entries = cache.sharedEntries
+        of(entries).enqueueTouch(key: entries.key(key), save: save, touch: touch)
     }
 
     /// Queues a job about `key` in `cache` (about every key for `nil`) that is not a save.
     @MainActor package static func enqueue(in cache: any LoadableCache, key: String?, work: @escaping Work) {
-        of(cache).enqueue(Job(key: key.map { queueKey($0, in: cache) }, work: work))
+        let entries = cache.sharedEntries
+        of(entries).enqueue(Job(key: key.map { entries.key($0) }, work: work))
     }
 
     /// Waits until every job asked of `cache` so far has run, and its main-actor step too.
@@ -228,12 +222,4 @@ package final class CacheQueue: Sendable {
             for step in steps { step() }
         }
     }
-}
-
-/// A cache whose entries other cache objects share: its jobs run on the queue of those entries.
-package protocol CacheQueueSharing: LoadableCache {
-    /// The identity of the queue of the entries (the same for every object that shares them).
-    var queueIdentity: ObjectIdentifier { get }
-    /// `key` as the key of a job on that queue (the key in the shared entries).
-    func queueKey(for key: String) -> String
 }

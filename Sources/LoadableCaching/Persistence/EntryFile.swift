@@ -39,17 +39,17 @@ package enum EntryFile {
         var out = [UInt8]()
         out.reserveCapacity(metadataHeaderSize + keyBytes.count + metadata.count + entry.data.count)
         out.append(contentsOf: hasMetadata ? metadataMagic : magic)
-        out.append(contentsOf: littleEndianBytes(UInt64(bitPattern: Int64(entry.version))))
-        out.append(contentsOf: littleEndianBytes(entry.savedAt.timeIntervalSinceReferenceDate.bitPattern))
-        out.append(contentsOf: littleEndianBytes(UInt32(keyBytes.count)))
-        out.append(contentsOf: littleEndianBytes(UInt64(entry.data.count)))
-        if hasMetadata { out.append(contentsOf: littleEndianBytes(UInt32(metadata.count))) }
+        ByteCodec.append(UInt64(bitPattern: Int64(entry.version)), to: &out)
+        ByteCodec.append(entry.savedAt.timeIntervalSinceReferenceDate.bitPattern, to: &out)
+        ByteCodec.append(UInt32(keyBytes.count), to: &out)
+        ByteCodec.append(UInt64(entry.data.count), to: &out)
+        if hasMetadata { ByteCodec.append(UInt32(metadata.count), to: &out) }
         var hash = FNV1a()
         hash.add(out[...])
         hash.add(keyBytes[...])
         hash.add(metadata[...])
         entry.data.withUnsafeBytes { hash.add($0) }
-        out.append(contentsOf: littleEndianBytes(hash.value))
+        ByteCodec.append(hash.value, to: &out)
         out.append(contentsOf: keyBytes)
         out.append(contentsOf: metadata)
         out.append(contentsOf: entry.data)
@@ -59,12 +59,11 @@ package enum EntryFile {
     /// The metadata's bytes: the count, then each pair sorted by name, each string as its length
     /// and its UTF-8.
     package static func encodedMetadata(_ metadata: [String: String]) -> [UInt8] {
-        var out = littleEndianBytes(UInt32(metadata.count))
+        var out: [UInt8] = []
+        ByteCodec.append(UInt32(metadata.count), to: &out)
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
-            for string in [name, value] {
-                out.append(contentsOf: littleEndianBytes(UInt32(string.utf8.count)))
-                out.append(contentsOf: string.utf8)
-            }
+            ByteCodec.appendField(name.utf8, to: &out)
+            ByteCodec.appendField(value.utf8, to: &out)
         }
         return out
     }
@@ -88,12 +87,12 @@ package enum EntryFile {
         guard bytes.count >= header else {
             throw corrupt("the file has \(bytes.count) bytes, shorter than the \(header)-byte header")
         }
-        let version = Int64(bitPattern: readUInt64(bytes, at: 4))
-        let savedAt = Double(bitPattern: readUInt64(bytes, at: savedAtOffset))
-        let keyCount = UInt64(readUInt32(bytes, at: 20))
-        let dataCount = readUInt64(bytes, at: 24)
-        let metadataCount = hasMetadata ? UInt64(readUInt32(bytes, at: 32)) : 0
-        let checksum = readUInt64(bytes, at: header - 8)
+        let version = Int64(bitPattern: ByteCodec.integer(UInt64.self, in: bytes, at: 4))
+        let savedAt = Double(bitPattern: ByteCodec.integer(UInt64.self, in: bytes, at: savedAtOffset))
+        let keyCount = UInt64(ByteCodec.integer(UInt32.self, in: bytes, at: 20))
+        let dataCount = ByteCodec.integer(UInt64.self, in: bytes, at: 24)
+        let metadataCount = hasMetadata ? UInt64(ByteCodec.integer(UInt32.self, in: bytes, at: 32)) : 0
+        let checksum = ByteCodec.integer(UInt64.self, in: bytes, at: header - 8)
         let available = UInt64(bytes.count - header)
         guard keyCount + metadataCount <= available, dataCount == available - keyCount - metadataCount else {
             throw corrupt(
@@ -132,34 +131,29 @@ package enum EntryFile {
         var patched = Array(bytes[0..<header])
         patched.replaceSubrange(
             savedAtOffset..<(savedAtOffset + 8),
-            with: littleEndianBytes(savedAt.timeIntervalSinceReferenceDate.bitPattern))
+            with: Self.bytes(savedAt.timeIntervalSinceReferenceDate.bitPattern))
         var hash = FNV1a()
         hash.add(patched[0..<(header - 8)])
         hash.add(bytes[header...])
-        patched.replaceSubrange((header - 8)..<header, with: littleEndianBytes(hash.value))
+        patched.replaceSubrange((header - 8)..<header, with: Self.bytes(hash.value))
         return (savedAtOffset, Array(patched[savedAtOffset...]))
     }
 
     /// The metadata in `bytes`, or `nil` when its lengths do not add up.
     package static func decodedMetadata(_ bytes: ArraySlice<UInt8>) -> [String: String]? {
-        var offset = bytes.startIndex
-        func string() -> String? {
-            guard bytes.endIndex - offset >= 4 else { return nil }
-            let count = Int(readUInt32(bytes, at: offset))
-            offset += 4
-            guard bytes.endIndex - offset >= count else { return nil }
-            defer { offset += count }
-            return String(decoding: bytes[offset..<(offset + count)], as: UTF8.self)
-        }
-        guard bytes.count >= 4 else { return nil }
-        let count = Int(readUInt32(bytes, at: offset))
-        offset += 4
+        var reader = ByteReader(bytes)
         var metadata: [String: String] = [:]
-        for _ in 0..<count {
-            guard let name = string(), let value = string(), metadata[name] == nil else { return nil }
-            metadata[name] = value
+        do {
+            for _ in 0..<(try reader.integer(UInt32.self)) {
+                let name = String(decoding: try reader.field(), as: UTF8.self)
+                let value = String(decoding: try reader.field(), as: UTF8.self)
+                guard metadata[name] == nil else { return nil }
+                metadata[name] = value
+            }
+        } catch {
+            return nil
         }
-        return offset == bytes.endIndex ? metadata : nil
+        return reader.isAtEnd ? metadata : nil
     }
 
     /// Whether the key bytes of a file are `key`, as Swift compares strings.
@@ -180,8 +174,8 @@ package enum EntryFile {
         default: return nil
         }
         guard bytes.count >= header else { return nil }
-        let savedAt = Double(bitPattern: readUInt64(bytes, at: savedAtOffset))
-        let keyCount = Int(readUInt32(bytes, at: 20))
+        let savedAt = Double(bitPattern: ByteCodec.integer(UInt64.self, in: bytes, at: savedAtOffset))
+        let keyCount = Int(ByteCodec.integer(UInt32.self, in: bytes, at: 20))
         guard savedAt.isFinite, bytes.count >= header + keyCount else { return nil }
         return (
             Date(timeIntervalSinceReferenceDate: savedAt),
@@ -194,33 +188,15 @@ package enum EntryFile {
     static func headLength(_ start: [UInt8]) -> Int {
         guard start.count >= 24 else { return metadataHeaderSize }
         let header = Array(start[0..<4]) == metadataMagic ? metadataHeaderSize : headerSize
-        return header + Int(readUInt32(start, at: 20))
+        return header + Int(ByteCodec.integer(UInt32.self, in: start, at: 20))
     }
 
-    private static func readUInt64<Bytes: RandomAccessCollection<UInt8>>(
-        _ bytes: Bytes, at offset: Bytes.Index
-    )
-        -> UInt64 where Bytes.Index == Int
-    {
-        var value: UInt64 = 0
-        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
-        return value
+    /// `value`'s bytes, least significant first.
+    private static func bytes<Integer: FixedWidthInteger>(_ value: Integer) -> [UInt8] {
+        var bytes: [UInt8] = []
+        ByteCodec.append(value, to: &bytes)
+        return bytes
     }
-
-    private static func readUInt32<Bytes: RandomAccessCollection<UInt8>>(
-        _ bytes: Bytes, at offset: Bytes.Index
-    )
-        -> UInt32 where Bytes.Index == Int
-    {
-        var value: UInt32 = 0
-        for index in (0..<4).reversed() { value = value << 8 | UInt32(bytes[offset + index]) }
-        return value
-    }
-}
-
-/// `value`'s bytes, least significant first.
-func littleEndianBytes<Value: FixedWidthInteger>(_ value: Value) -> [UInt8] {
-    (0..<(Value.bitWidth / 8)).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
 }
 
 /// The 64-bit FNV-1a hash: a file's checksum and a long key's name suffix.

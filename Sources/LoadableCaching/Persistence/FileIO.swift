@@ -66,20 +66,30 @@ enum FileIO {
             throw FileIOError(operation: "read", path: path, code: EISDIR)
         }
         var bytes = [UInt8](repeating: 0, count: min(Int(info.st_size), limit ?? .max))
-        var done = 0
-        while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                read(descriptor, buffer.baseAddress! + done, buffer.count - done)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileIOError(operation: "read", path: path, code: errno)
-            }
-            if count == 0 { break }  // cut short while reading: the decoder reports it
-            done += count
+        let (done, failure) = bytes.withUnsafeMutableBytes { buffer in
+            transferAll(buffer.count) { done in read(descriptor, buffer.baseAddress! + done, buffer.count - done) }
         }
+        if let failure { throw FileIOError(operation: "read", path: path, code: failure) }
+        // Cut short while reading: the decoder reports it.
         if done < bytes.count { bytes.removeLast(bytes.count - done) }
         return bytes
+    }
+
+    /// Calls `transfer` (one `read` or `write` from the offset it is given, returning how many
+    /// bytes it moved) until `count` bytes are moved or one call moves none, calling again after
+    /// an interrupt (`EINTR`); returns how many were moved, and the `errno` of a call that failed.
+    private static func transferAll(_ count: Int, _ transfer: (_ done: Int) -> Int) -> (done: Int, failure: Int32?) {
+        var done = 0
+        while done < count {
+            let moved = transfer(done)
+            if moved < 0 {
+                if errno == EINTR { continue }
+                return (done, errno)
+            }
+            if moved == 0 { break }
+            done += moved
+        }
+        return (done, nil)
     }
 
     /// Reads the file at `path` and writes what `patch` returns for its bytes at the offset it
@@ -139,17 +149,12 @@ enum FileIO {
             unlink(temporary)
             return FileIOError(operation: operation, path: failedPath, code: code)
         }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw fail("write", errno, path: temporary)
-            }
-            written += count
+        let (written, failure) = bytes.withUnsafeBytes { buffer in
+            transferAll(buffer.count) { done in write(descriptor, buffer.baseAddress! + done, buffer.count - done) }
         }
+        if let failure { throw fail("write", failure, path: temporary) }
+        // A write that moves nothing, which the system does not do for a regular file.
+        if written < bytes.count { throw fail("write", EIO, path: temporary) }
         if let modified {
             var times = [timespec(tv_sec: 0, tv_nsec: omitTime), timespec(nanoseconds: modified)]
             guard futimens(descriptor, &times) == 0 else { throw fail("futimens", errno, path: temporary) }

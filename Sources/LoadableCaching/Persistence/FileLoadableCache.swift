@@ -76,7 +76,7 @@ import LoadableSupport
 /// lock object of one process at a time, and freed when the process exits or dies;
 /// ``update(key:_:)`` changes an entry in one step that no other update of the key, in any
 /// process, comes into.
-public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
+public actor FileLoadableCache: LoadableCache {
     /// The directory given at init; entries are in its ``entriesDirectory``.
     public nonisolated let directory: URL
     /// The folder of this format's files: `directory/v1`.
@@ -398,13 +398,13 @@ public actor FileLoadableCache: LoadableCache, CacheQueueSharing {
     /// `-`).
     private static let updateLocksFolderName = "update"
 
-    // MARK: - CacheQueueSharing
+    // MARK: - Shared entries
 
-    /// The folder's identity: every object on the folder shares one queue.
-    package nonisolated var queueIdentity: ObjectIdentifier { ObjectIdentifier(folder) }
-
-    /// `key` in NFC form, the key of its file.
-    package nonisolated func queueKey(for key: String) -> String { Self.canonical(key) }
+    /// The folder's entries: every object on the folder reads and writes them (one queue, one
+    /// set of claims).
+    public nonisolated var sharedEntries: LoadableCacheEntries {
+        LoadableCacheEntries(id: ObjectIdentifier(folder), cacheName: "FileLoadableCache")
+    }
 
     // MARK: - For tests
 

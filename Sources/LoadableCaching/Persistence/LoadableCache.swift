@@ -129,6 +129,61 @@ public protocol LoadableCache: AnyObject, Sendable {
     func update<Result: Sendable>(
         key: String, _ body: @Sendable (inout CachedEntry?) throws -> Result
     ) async throws -> Result
+
+    /// The entries this object reads and writes, as the package tells caches apart: the
+    /// persistences, stores and outboxes of one set of entries run their reads and writes one at a
+    /// time, in the order asked, and a store or an outbox claims its part of them (two stores on
+    /// one unscoped cache stop the program with a message naming `scoped(_:)`).
+    ///
+    /// The default, the object's own entries, is right for a cache whose entries no other object
+    /// reads or writes (an actor of your own that keeps them in memory, in a keychain, on a
+    /// server): the package then orders and claims per object. The file and SQLite caches return
+    /// the entries of their folder or file, which every object on it shares; a ``scoped(_:)`` view
+    /// returns its cache's, with its prefix. Implement it only for a cache of your own whose
+    /// objects share entries (two objects on one database), and return one
+    /// ``LoadableCacheEntries/init(id:cacheName:)`` identity for all of them: otherwise two such
+    /// objects would not be ordered, and a store on each would not be told apart from one.
+    var sharedEntries: LoadableCacheEntries { get }
+}
+
+/// The entries a ``LoadableCache`` object reads and writes (see
+/// ``LoadableCache/sharedEntries``): an identity the objects that share them have in common, the
+/// cache's name for messages, and the prefix of the object's keys among them (a scope's).
+public struct LoadableCacheEntries: Sendable, Hashable {
+    /// Equal for every cache object that reads and writes the same entries.
+    public let id: ObjectIdentifier
+    /// The name of the cache that holds the entries, as messages name it: its type's name.
+    public let cacheName: String
+    /// What every key of the object starts with among the entries: empty for a cache, the prefix
+    /// of a ``LoadableCache/scoped(_:)`` view.
+    public let keyPrefix: String
+
+    /// The entries of every object whose `id` is `id`, held by a cache named `cacheName`, keys as
+    /// they are.
+    ///
+    /// - Parameters:
+    ///   - id: The identity of the entries: an object that every cache object on them shares
+    ///     (and that lives as long as they do).
+    ///   - cacheName: The cache's name for messages: its type's name.
+    public init(id: ObjectIdentifier, cacheName: String) {
+        self.init(id: id, cacheName: cacheName, keyPrefix: "")
+    }
+
+    private init(id: ObjectIdentifier, cacheName: String, keyPrefix: String) {
+        self.id = id
+        self.cacheName = cacheName
+        self.keyPrefix = keyPrefix
+    }
+
+    /// The same entries, seen through a view whose keys all start with `prefix`.
+    func scoped(_ prefix: String) -> LoadableCacheEntries {
+        LoadableCacheEntries(id: id, cacheName: cacheName, keyPrefix: keyPrefix + prefix)
+    }
+
+    /// `key` of the object as the key among the entries.
+    func key(_ key: String) -> String {
+        keyPrefix.isEmpty ? key : keyPrefix + key
+    }
 }
 
 extension LoadableCache {
@@ -176,10 +231,13 @@ extension LoadableCache {
     /// - Parameter prefix: What every key of the view starts with in this cache.
     /// - Returns: The view.
     public func scoped(_ prefix: String) -> any LoadableCache {
-        if let scope = self as? ScopedLoadableCache {
-            return ScopedLoadableCache(base: scope.base, prefix: scope.prefix + prefix)
-        }
-        return ScopedLoadableCache(base: self, prefix: prefix)
+        ScopedLoadableCache(base: self, prefix: prefix)
+    }
+
+    /// The object's own entries, named by its type: those of a cache whose entries no other
+    /// object shares.
+    public var sharedEntries: LoadableCacheEntries {
+        LoadableCacheEntries(id: ObjectIdentifier(self), cacheName: "\(type(of: self))")
     }
 }
 
@@ -201,8 +259,8 @@ struct UnsupportedPrefixRemoval: Error, CustomStringConvertible {
 
 /// The view ``LoadableCache/scoped(_:)`` returns: every key prefixed, `removeAll()` of its own
 /// entries only.
-final class ScopedLoadableCache: LoadableCache, CacheQueueSharing {
-    /// The cache the entries are in (never itself a scope).
+final class ScopedLoadableCache: LoadableCache {
+    /// The cache the entries are in (a scope of a scope adds its prefix after its parent's).
     let base: any LoadableCache
     /// What every key of the view starts with in ``base``.
     let prefix: String
@@ -248,9 +306,8 @@ final class ScopedLoadableCache: LoadableCache, CacheQueueSharing {
         try await base.update(key: prefix + key, body)
     }
 
-    var queueIdentity: ObjectIdentifier { CacheQueue.identity(of: base) }
-
-    func queueKey(for key: String) -> String { CacheQueue.queueKey(prefix + key, in: base) }
+    /// The cache's entries, with the prefix added.
+    var sharedEntries: LoadableCacheEntries { base.sharedEntries.scoped(prefix) }
 }
 
 /// What a ``LoadableCache`` keeps for one key: the encoded contents, when they were confirmed, the
@@ -429,6 +486,11 @@ public actor InMemoryLoadableCache: LoadableCache {
         self.entries = entries
     }
 
+    /// The cache's own entries (no other object shares them), named by its type.
+    public nonisolated var sharedEntries: LoadableCacheEntries {
+        LoadableCacheEntries(id: ObjectIdentifier(self), cacheName: "InMemoryLoadableCache")
+    }
+
     /// The entry saved under `key`, or `nil`.
     public func load(key: String) -> CachedEntry? {
         entries[key]
@@ -515,5 +577,29 @@ public actor InMemoryLoadableCache: LoadableCache {
     /// The keys that have an entry, sorted: what a test checks after a logout.
     public var keys: [String] {
         entries.keys.sorted()
+    }
+}
+
+extension LoadableCacheError {
+    /// The call of a cache that failed, for ``init(_:in:key:)``.
+    package enum Call {
+        case load, save, remove, removeAll
+    }
+
+    /// What the persistence, the store and the outbox report for a `call` of a cache on `key` that
+    /// threw `error`: `error` itself when it is a `LoadableCacheError` (the cache named the key
+    /// and the reason), otherwise the failure of the call, with `error` underlying (`key` is not
+    /// used for ``Call/removeAll``).
+    package init(_ error: any Error, in call: Call, key: String) {
+        if let error = error as? LoadableCacheError {
+            self = error
+            return
+        }
+        switch call {
+        case .load: self = .loadFailed(key: key, underlying: error)
+        case .save: self = .saveFailed(key: key, underlying: error)
+        case .remove: self = .removeFailed(key: key, underlying: error)
+        case .removeAll: self = .removeAllFailed(underlying: error)
+        }
     }
 }

@@ -100,8 +100,7 @@ extension Loadable where Contents: Codable & Sendable {
             let outcome: RestoreOutcome<Contents> = await settings.restore()
             return { [weak self, weak persistence] in
                 guard let persistence else { return }
-                persistence.isRestoring = false
-                defer { persistence.restoreDidFinish() }
+                persistence.restore.finish()
                 switch outcome {
                 case .nothing:
                     break
@@ -149,14 +148,14 @@ public final class LoadablePersistence {
     /// Whether ``stop()`` was called (or the loadable was persisted again, which stops this one).
     public private(set) var isStopped = false
     /// Whether the restore is still to finish (read and decode the entry, then set it or drop it).
-    public internal(set) var isRestoring = true
+    public var isRestoring: Bool { restore.isRestoring }
 
     /// Queues a save of the loadable's contents now, or, with `true` (the contents were confirmed
     /// as they are), a touch of their entry; set by `persist`.
     var saveContents: (@MainActor (_ confirmedOnly: Bool) -> Void)?
     private weak var core: LoadableCore?
-    /// The callers of ``restored()`` waiting for the restore to finish.
-    private var restoreWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The restore, and the callers of ``restored()`` waiting for it.
+    let restore = RestoreWaiter()
 
     init(cache: any LoadableCache, key: String, core: LoadableCore, onError: (@MainActor (any Error) -> Void)?) {
         self.cache = cache
@@ -175,16 +174,23 @@ public final class LoadablePersistence {
     }
 
     /// Waits until the restore and every save asked of the cache so far are done (through any
-    /// persistence that shares the cache object).
-    public func flush() async {
+    /// persistence that shares the cache object). A save that failed is done too (``onError`` was
+    /// told of it).
+    public func saved() async {
         await CacheQueue.flush(cache)
+    }
+
+    /// Waits until the restore and every save asked of the cache so far are done.
+    @available(*, deprecated, renamed: "saved()")
+    public func flush() async {
+        await saved()
     }
 
     /// Waits until the restore has finished: its contents are on the loadable, or it found
     /// nothing (no entry, one too old, one that failed), or it was dropped (the contents were
     /// confirmed first, or the persistence stopped). Returns at once once it has.
     ///
-    /// Unlike ``flush()``, it does not wait for saves or for other keys' work, so a screen can
+    /// Unlike ``saved()``, it does not wait for saves or for other keys' work, so a screen can
     /// await it before its first frame and show the restored contents instead of a spinner:
     ///
     /// ```swift
@@ -193,15 +199,7 @@ public final class LoadablePersistence {
     /// feed.syncIfNeeded()
     /// ```
     public func restored() async {
-        guard isRestoring else { return }
-        await withCheckedContinuation { restoreWaiters.append($0) }
-    }
-
-    /// Ends the waits of ``restored()``.
-    func restoreDidFinish() {
-        let waiters = restoreWaiters
-        restoreWaiters = []
-        for waiter in waiters { waiter.resume() }
+        await restore.restored()
     }
 
     func report(_ error: any Error) {
@@ -276,7 +274,7 @@ struct PersistenceSettings: Sendable {
                 CachedEntry(data: data, savedAt: savedAt, version: version, metadata: metadata), key: key)
             return nil
         } catch {
-            return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+            return LoadableCacheError(error, in: .save, key: key)
         }
     }
 
@@ -291,7 +289,7 @@ struct PersistenceSettings: Sendable {
                 if try await cache.touch(key: key, savedAt: savedAt, metadata: metadata) { return nil }
             } catch {
                 cacheHoldsBase.withLock { $0 = false }
-                return error as? LoadableCacheError ?? .saveFailed(key: key, underlying: error)
+                return LoadableCacheError(error, in: .save, key: key)
             }
         }
         return await save(contents, savedAt: savedAt, metadata: metadata)
@@ -315,7 +313,7 @@ struct PersistenceSettings: Sendable {
                 throw LoadableCacheError.decodingFailed(key: key, underlying: error)
             }
         } catch {
-            failure = error as? LoadableCacheError ?? .loadFailed(key: key, underlying: error)
+            failure = LoadableCacheError(error, in: .load, key: key)
         }
         // An entry proven useless (its bytes, its version, its decoding) is removed, so that it is
         // not read again; a failure to remove it is not reported apart (the next save replaces

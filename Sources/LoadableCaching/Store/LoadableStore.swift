@@ -233,7 +233,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// Live leases keep their loadables, which are no longer the store's.
     ///
     /// In a store with a cache, the cache is cleared too (`LoadableCache.removeAll()`), after
-    /// every save asked for before: nothing of the last user is left in it. Await ``flush()`` to
+    /// every save asked for before: nothing of the last user is left in it. Await ``saved()`` to
     /// know when that is done.
     public func removeAll() {
         let all = orderedEntries(where: { _ in true })
@@ -494,17 +494,40 @@ extension LoadableStore {
     /// `LoadableCacheError` that names the cache key; the store and its entries carry on either
     /// way. Set at init (`onError:`) or later; setting it reaches the entries already made. A
     /// store without a cache ignores it (and reads `nil`).
-    public var onCacheError: (@MainActor (any Error) -> Void)? {
+    public var onError: (@MainActor (any Error) -> Void)? {
         get { persistence?.onError }
         set { persistence?.onError = newValue }
     }
 
+    /// Told of each failure of the store's cache: ``onError``'s former name.
+    @available(*, deprecated, renamed: "onError")
+    public var onCacheError: (@MainActor (any Error) -> Void)? {
+        get { onError }
+        set { onError = newValue }
+    }
+
     /// Waits until every read and write asked of the store's cache so far is done: the entries'
-    /// restores and saves, a ``remove(_:)``'s or a ``removeAll()``'s. Returns at once for a store
-    /// without a cache.
-    public func flush() async {
+    /// restores and saves, a ``remove(_:)``'s or a ``removeAll()``'s (a failed one included,
+    /// which ``onError`` was told of). Returns at once for a store without a cache.
+    public func saved() async {
         guard let cache = persistence?.cache else { return }
         await CacheQueue.flush(cache)
+    }
+
+    /// Waits until every read and write asked of the store's cache so far is done: ``saved()``'s
+    /// former name.
+    @available(*, deprecated, renamed: "saved()")
+    public func flush() async {
+        await saved()
+    }
+
+    /// Waits until the restore of every entry the store has now has finished (see
+    /// ``restored(_:)``). Returns at once for a store without a cache.
+    public func restored() async {
+        guard let persistence else { return }
+        for entry in orderedEntries(where: { _ in true }) {
+            await persistence.restored?(entry.value)
+        }
     }
 
     /// Waits until the restore of `key`'s entry has finished: its cached contents are on the
@@ -567,7 +590,7 @@ extension LoadableStore {
 final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> {
     let cache: any LoadableCache
     let cacheKey: @MainActor (Key) -> String
-    /// The store's `onCacheError`; the entries' persistences call it through this object, so that
+    /// The store's `onError`; the entries' persistences call it through this object, so that
     /// setting it reaches them.
     var onError: (@MainActor (any Error) -> Void)?
     /// Persists a loadable under a cache key, as the store's init was told to.
@@ -598,7 +621,7 @@ final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> 
                 try await cache.remove(key: cacheKey)
                 return nil
             } catch {
-                let failure = error as? LoadableCacheError ?? .removeFailed(key: cacheKey, underlying: error)
+                let failure = LoadableCacheError(error, in: .remove, key: cacheKey)
                 return { self.onError?(failure) }
             }
         }
@@ -612,7 +635,7 @@ final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> 
                 try await cache.removeAll()
                 return nil
             } catch {
-                let failure = error as? LoadableCacheError ?? .removeAllFailed(underlying: error)
+                let failure = LoadableCacheError(error, in: .removeAll, key: "")
                 return { self.onError?(failure) }
             }
         }

@@ -159,7 +159,7 @@ struct OutboxLayerTests {
         outbox.enqueue(Append(word: "b"))
         #expect(lease?.loadable.contents == ["x", "a", "b"])
         await outbox.saved()
-        await store.flush()
+        await store.saved()
         lease = nil
         store = nil
         outbox = nil

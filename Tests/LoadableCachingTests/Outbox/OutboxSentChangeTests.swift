@@ -14,7 +14,7 @@ private func saveList(_ words: [String], in cache: any LoadableCache) async {
     let persistence = list.persist(in: cache, key: "words")
     await persistence.restored()
     list.setContents(words)
-    await persistence.flush()
+    await persistence.saved()
 }
 
 /// Changes that reached the server while no loadable showed them: shown on the loadables given

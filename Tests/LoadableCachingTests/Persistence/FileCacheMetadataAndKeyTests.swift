@@ -244,7 +244,7 @@ struct FileCacheSharedQueueTests {
             // the save above.
             let again = Counter()
             let persistence = again.persist(in: FileLoadableCache(directory: directory), key: "counter")
-            await persistence.flush()
+            await persistence.saved()
             #expect(again.contents == round, "round \(round)")
         }
     }

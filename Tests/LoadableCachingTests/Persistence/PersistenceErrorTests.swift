@@ -24,7 +24,7 @@ struct PersistenceErrorTests {
         let log = PersistenceErrorLog()
         let persistence = loadable.persist(
             in: cache, key: "k", version: 2, now: wall.function, onError: log.handler)
-        await persistence.flush()
+        await persistence.saved()
 
         #expect(log.summaries == ["versionMismatch k"])
         let error = try #require(log.errors.first as? LoadableCacheError)
@@ -44,7 +44,7 @@ struct PersistenceErrorTests {
 
         loadable.sync()
         loadable.setDidSyncSuccessfully(8)
-        await persistence.flush()
+        await persistence.saved()
         let entry = try #require(await cache.entry("k"))
         #expect(persistedInt(entry) == 8)
         #expect(entry.version == 2)
@@ -59,7 +59,7 @@ struct PersistenceErrorTests {
         let loadable = PersistedLoadable<Int>(clock: ManualClock())
         let recorder = Recorder(loadable)
         let log = PersistenceErrorLog()
-        await loadable.persist(in: cache, key: "k", now: wall.function, onError: log.handler).flush()
+        await loadable.persist(in: cache, key: "k", now: wall.function, onError: log.handler).saved()
         #expect(log.summaries == ["decodingFailed k"])
         #expect(await cache.keys.isEmpty)
         #expect(loadable.contents == nil)
@@ -85,7 +85,7 @@ struct PersistenceErrorTests {
             let loadable = PersistedLoadable<Int>(clock: ManualClock())
             loadable.sync()
             let log = PersistenceErrorLog()
-            await loadable.persist(in: cache, key: "k", now: wall.function, onError: log.handler).flush()
+            await loadable.persist(in: cache, key: "k", now: wall.function, onError: log.handler).saved()
             #expect(log.summaries == [summary])
             if case .loadFailed(_, let underlying) = log.errors.first as? LoadableCacheError {
                 #expect((underlying as? TestError) == TestError("disk"))
@@ -104,14 +104,14 @@ struct PersistenceErrorTests {
         let loadable = PersistedLoadable<Int>(clock: ManualClock())
         let log = PersistenceErrorLog()
         let persistence = loadable.persist(in: cache, key: "k", now: wall.function, onError: log.handler)
-        await persistence.flush()
+        await persistence.saved()
         await cache.fail(.save, with: TestError("disk full"))
         loadable.sync()
         loadable.setDidSyncSuccessfully(1)
-        await persistence.flush()
+        await persistence.saved()
         #expect(log.summaries == ["saveFailed k"])
         loadable.setContents(2)
-        await persistence.flush()
+        await persistence.saved()
         #expect(log.summaries == ["saveFailed k", "saveFailed k"])
         if case .saveFailed(_, let underlying) = log.errors.first as? LoadableCacheError {
             #expect((underlying as? TestError) == TestError("disk full"))
@@ -125,7 +125,7 @@ struct PersistenceErrorTests {
 
         await cache.fail(.save, with: nil)
         loadable.setContents(3)
-        await persistence.flush()
+        await persistence.saved()
         #expect(persistedInt(await cache.entry("k")) == 3)
         #expect(log.errors.count == 2)
     }
@@ -139,7 +139,7 @@ struct PersistenceErrorTests {
             in: cache, key: "k", now: PersistenceWallClock().function, onError: log.handler)
         loadable.sync()
         loadable.setDidSyncSuccessfully(Unencodable(value: 1))
-        await persistence.flush()
+        await persistence.saved()
         #expect(log.summaries == ["encodingFailed k"])
         #expect(await cache.operations == [.load])
         #expect(loadable.loadableState == .didSyncSuccessfully)
@@ -155,7 +155,7 @@ struct PersistenceErrorTests {
         #expect(persistence.onError == nil)
         let log = PersistenceErrorLog()
         persistence.onError = log.handler
-        await persistence.flush()
+        await persistence.saved()
         #expect(log.summaries == ["versionMismatch k"])
     }
 
@@ -172,7 +172,7 @@ struct PersistenceErrorTests {
         #expect(second.key == "second")
         #expect(second.cache === cache)
         loadable.setContents(4)
-        await second.flush()
+        await second.saved()
         #expect(await cache.keys == ["second"])
         #expect(await cache.savedInts("second") == [4])
         #expect(await cache.savedInts("first").isEmpty)
@@ -199,7 +199,7 @@ struct PersistenceReleaseTests {
         }
         let persistence = try #require(holder.loadable?.persist(in: cache, key: "k", now: wall.function))
         #expect(weakLoadable != nil)
-        await persistence.flush()
+        await persistence.saved()
         #expect(holder.seen == [7])
         #expect(weakLoadable == nil)
         #expect(observation?.isActive == false)
@@ -219,7 +219,7 @@ struct PersistenceReleaseTests {
         releaseOnAnotherThread(box)
         #expect(weakLoadable == nil)
         await cache.releaseAll()
-        await persistence.flush()
+        await persistence.saved()
         #expect(await cache.savedInts("k") == [1, 2])
         #expect(persistedInt(await cache.entry("k")) == 2)
     }

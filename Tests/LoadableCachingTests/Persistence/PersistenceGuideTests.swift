@@ -47,7 +47,7 @@ func makeProfileStore(
 @MainActor
 func logOut(_ profiles: LoadableStore<Int, ProfileLoadable>) async {
     profiles.removeAll()  // drops every entry and clears the cache
-    await profiles.flush()  // nothing of this user is left on disk from here on
+    await profiles.saved()  // nothing of this user is left on disk from here on
 }
 
 @MainActor
@@ -145,7 +145,7 @@ struct PersistenceGuideTests {
         // `makeProfile` kept no handle: a store-free way to wait is to ask the cache itself, which
         // runs its jobs in order, after the save.
         let probe = ProfileLoadable { Profile(name: "", followers: 0) }
-        await probe.persist(in: cache, key: "probe").flush()
+        await probe.persist(in: cache, key: "probe").saved()
         let saved = try #require(await cache.load(key: "profile"))
         #expect(try JSONDecoder().decode(Profile.self, from: saved.data) == Profile(name: "Ada", followers: 5))
     }
@@ -160,7 +160,7 @@ struct PersistenceGuideTests {
         profile.maxAge = .seconds(60)
         // `now` is the wall clock: the system's by default, a fixed date in a test.
         let persistence = profile.persist(in: cache, key: "profile", now: { savedAt.addingTimeInterval(45) })
-        await persistence.flush()
+        await persistence.saved()
         #expect(profile.age == .seconds(45))
         #expect(!profile.isStale)
         await clock.advance(by: .seconds(15))
@@ -173,11 +173,11 @@ struct PersistenceGuideTests {
         let cache = InMemoryLoadableCache(entries: ["profile-7": try entry(Profile(name: "Grace", followers: 3))])
         let profiles = makeProfileStore(cache: cache) { id in Profile(name: "user \(id)", followers: id) }
         let seven = profiles.lease(7)
-        await profiles.flush()
+        await profiles.saved()
         #expect(seven.contents == Profile(name: "Grace", followers: 3))
         let eight = profiles.lease(8)
         try await eight.synced()
-        await profiles.flush()
+        await profiles.saved()
         #expect(await cache.keys == ["profile-7", "profile-8"])
 
         await logOut(profiles)
@@ -185,7 +185,7 @@ struct PersistenceGuideTests {
         #expect(profiles.count == 0)
         // A lease kept past the logout no longer saves.
         seven.loadable.setContents(Profile(name: "Grace", followers: 4))
-        await profiles.flush()
+        await profiles.saved()
         #expect(await cache.keys.isEmpty)
     }
 
@@ -213,7 +213,7 @@ struct PersistenceGuideTests {
         #expect(friend.contents?.name == "Grace")
         let three = stores.profiles.lease(3)
         try await three.synced()
-        await stores.profiles.flush()
+        await stores.profiles.saved()
         #expect(await cache.keys == ["friends/2", "profiles/1", "profiles/3"])
         await logOut(stores.profiles)
         #expect(await cache.keys == ["friends/2"])
@@ -273,13 +273,13 @@ struct PersistenceGuideTests {
         let clock = ManualClock()
         let profile = ProfileLoadable(clock: clock) { Profile(name: "Ada", followers: 2) }
         let persistence = profile.persist(in: cache, key: "profile", now: { savedAt.addingTimeInterval(60) })
-        await persistence.flush()
+        await persistence.saved()
         #expect(profile.contents?.followers == 1)
         #expect(profile.loadableState == .idle)
         #expect(profile.age == .seconds(60))
 
         try await profile.synced()
-        await persistence.flush()
+        await persistence.saved()
         let saved = try #require(await cache.load(key: "profile"))
         #expect(try JSONDecoder().decode(Profile.self, from: saved.data).followers == 2)
     }

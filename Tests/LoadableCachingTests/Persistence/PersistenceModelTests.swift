@@ -172,7 +172,7 @@ struct PersistenceModelTests {
                 } else {
                     // The last job: let it and anything queued by mistake run, and wait for them.
                     await cache.releaseAll()
-                    await persistence?.flush()
+                    await persistence?.saved()
                     await cache.hold(.load, .save)
                 }
             case .relaunch: break  // above
@@ -222,7 +222,7 @@ struct PersistenceModelTests {
         /// Lets every job run, then waits for them.
         func drain() async {
             await cache.releaseAll()
-            await persistence?.flush()
+            await persistence?.saved()
         }
 
         func describeLoadable() -> String {

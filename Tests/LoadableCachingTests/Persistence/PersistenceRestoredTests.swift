@@ -24,8 +24,8 @@ private final class TaggedLoadable: Loadable<Int>, PersistedMetadataProviding {
 
 /// `LoadablePersistence.restored()` and `LoadableStore.restored(_:)`: one restore awaited, so a
 /// first frame can show the last launch's contents; metadata kept with the contents; a store's
-/// `onCacheError` set after its entries were made.
-@Suite("Persistence: restored(), metadata, onCacheError")
+/// `onError` set after its entries were made.
+@Suite("Persistence: restored(), metadata, onError")
 @MainActor
 struct PersistenceRestoredTests {
     @Test("restored() returns once the held restore has set the contents, and at once after that")
@@ -96,7 +96,7 @@ struct PersistenceRestoredTests {
         first.tag = "v1"
         first.setContents(1)
         first.tag = "v2"
-        await persistence.flush()
+        await persistence.saved()
         #expect(await cache.load(key: "k")?.metadata == ["tag": "v1"])
 
         let second = TaggedLoadable(clock: ManualClock())
@@ -165,7 +165,7 @@ struct PersistenceRestoredTests {
         #expect(plainLease.contents == nil)
     }
 
-    @Test("onCacheError set after entries were made reaches them, and the store's own removals")
+    @Test("onError set after entries were made reaches them, and the store's own removals")
     func settableOnCacheError() async throws {
         let cache = ScriptedPersistenceCache()
         let first = PersistenceErrorLog()
@@ -173,19 +173,19 @@ struct PersistenceRestoredTests {
             cache: cache, cacheKey: { "post-\($0)" }, onError: first.handler
         ) { _ in PersistedLoadable(clock: ManualClock()) }
         let lease = store.lease(1)
-        await store.flush()
+        await store.saved()
         let second = PersistenceErrorLog()
-        store.onCacheError = second.handler
-        #expect(store.onCacheError != nil)
+        store.onError = second.handler
+        #expect(store.onError != nil)
         await cache.fail(.save, with: TestError("disk full"))
         await cache.fail(.remove, with: TestError("busy"))
         lease.loadable.setContents(1)
         store.remove(2)
-        await store.flush()
+        await store.saved()
         #expect(first.summaries.isEmpty)
         #expect(second.summaries == ["saveFailed post-1", "removeFailed post-2"])
         let plain = LoadableStore<Int, PersistedLoadable<Int>> { _ in PersistedLoadable(clock: ManualClock()) }
-        plain.onCacheError = second.handler
-        #expect(plain.onCacheError == nil)
+        plain.onError = second.handler
+        #expect(plain.onError == nil)
     }
 }

@@ -26,7 +26,7 @@ struct PersistenceRestoreTests {
         let recorder = Recorder(loadable)
         let persistence = loadable.persist(in: cache, key: "k", now: wall.function)
         #expect(loadable.contents == nil)
-        await persistence.flush()
+        await persistence.saved()
 
         #expect(loadable.contents == 7)
         #expect(loadable.loadableState == state.state)
@@ -53,7 +53,7 @@ struct PersistenceRestoreTests {
         let cache = InMemoryLoadableCache(entries: ["k": try persistedEntry(7, savedAt: wall.at(-savedSecondsAgo))])
         let loadable = PersistedLoadable<Int>(clock: ManualClock())
         loadable.maxAge = .seconds(60)
-        await loadable.persist(in: cache, key: "k", now: wall.function).flush()
+        await loadable.persist(in: cache, key: "k", now: wall.function).saved()
         #expect(loadable.contents == 7)
         #expect(loadable.isStale == isStale)
         #expect(loadable.needsSync)  // idle: a restore never stands for a sync
@@ -71,7 +71,7 @@ struct PersistenceRestoreTests {
         let persistence = loadable.persist(
             in: cache, key: "k", maxRestoreAge: .seconds(maxRestoreAgeSeconds), now: wall.function,
             onError: log.handler)
-        await persistence.flush()
+        await persistence.saved()
         let restores = savedSecondsAgo <= maxRestoreAgeSeconds
         #expect(loadable.contents == (restores ? 7 : nil))
         #expect(recorder.count == (restores ? 1 : 0))
@@ -88,7 +88,7 @@ struct PersistenceRestoreTests {
         let tenYears: Double = 10 * 365 * 24 * 3600
         let cache = InMemoryLoadableCache(entries: ["k": try persistedEntry(7, savedAt: wall.at(-tenYears))])
         let loadable = PersistedLoadable<Int>(clock: ManualClock())
-        await loadable.persist(in: cache, key: "k", now: wall.function).flush()
+        await loadable.persist(in: cache, key: "k", now: wall.function).saved()
         #expect(loadable.contents == 7)
         #expect(loadable.age == .seconds(tenYears))
     }
@@ -104,7 +104,7 @@ struct PersistenceRestoreTests {
         let cache = InMemoryLoadableCache(entries: ["k": try persistedEntry(7, savedAt: savedAt)])
         let loadable = PersistedLoadable<Int>(clock: clock)
         loadable.maxAge = .seconds(3600)
-        await loadable.persist(in: cache, key: "k", now: wall.function).flush()
+        await loadable.persist(in: cache, key: "k", now: wall.function).saved()
         #expect(loadable.contents == 7)
         let centuries = Duration.seconds(200 * 365 * 24 * 3600)
         let restoredAge = try #require(loadable.age)
@@ -121,7 +121,7 @@ struct PersistenceRestoreTests {
         let cache = InMemoryLoadableCache(entries: ["k": try persistedEntry(7, savedAt: wall.at(100))])
         let loadable = PersistedLoadable<Int>(clock: ManualClock())
         loadable.maxAge = .seconds(60)
-        await loadable.persist(in: cache, key: "k", maxRestoreAge: .seconds(1), now: wall.function).flush()
+        await loadable.persist(in: cache, key: "k", maxRestoreAge: .seconds(1), now: wall.function).saved()
         #expect(loadable.contents == 7)
         #expect(loadable.age == .zero)
         #expect(!loadable.isStale)
@@ -135,7 +135,7 @@ struct PersistenceRestoreTests {
         let log = PersistenceErrorLog()
         let persistence = loadable.persist(
             in: cache, key: "k", now: PersistenceWallClock().function, onError: log.handler)
-        await persistence.flush()
+        await persistence.saved()
         #expect(loadable.contents == nil)
         #expect(loadable.age == nil)
         #expect(recorder.count == 0)
@@ -155,7 +155,7 @@ struct PersistenceRestoreTests {
         #expect(persistence.isRestoring)
         #expect(loadable.contents == nil)
         await cache.releaseAll()
-        await persistence.flush()
+        await persistence.saved()
         #expect(!persistence.isRestoring)
         #expect(loadable.contents == 7)
     }
@@ -184,7 +184,7 @@ struct PersistenceRestoreRaceTests {
         let notifications = recorder.count
         #expect(notifications >= 1)
         await cache.releaseAll()
-        await persistence.flush()
+        await persistence.saved()
 
         #expect(loadable.contents == confirmation.expected)
         #expect(recorder.count == notifications)
@@ -207,7 +207,7 @@ struct PersistenceRestoreRaceTests {
         loadable.sync()
         loadable.setDidFailToSync(TestError("offline"))
         await cache.releaseAll()
-        await persistence.flush()
+        await persistence.saved()
 
         #expect(loadable.contents == 100)
         #expect(loadable.loadableState == .didFailToSync)
@@ -231,14 +231,14 @@ struct PersistenceRestoreRaceTests {
         #expect(loadable.loadableState == .syncing)
         #expect(await cache.heldCalls.map(\.operation) == [.load])  // the load is still held
         await cache.releaseAll()
-        await persistence.flush()
+        await persistence.saved()
 
         #expect(loadable.contents == 100)
         #expect(loadable.loadableState == .syncing)
         #expect(recorder.states == [.syncing, .syncing])
         #expect(loadable.doSyncCount == 1)
         loadable.setDidSyncSuccessfully(3)
-        await persistence.flush()
+        await persistence.saved()
         #expect(persistedInt(await cache.entry("k")) == 3)
     }
 
@@ -254,13 +254,13 @@ struct PersistenceRestoreRaceTests {
         persistence.stop()
         #expect(persistence.isStopped)
         await cache.releaseAll()
-        await persistence.flush()
+        await persistence.saved()
 
         #expect(loadable.contents == nil)
         #expect(recorder.count == 0)
         #expect(!persistence.isRestoring)
         loadable.setContents(5)
-        await persistence.flush()
+        await persistence.saved()
         #expect(await cache.operations == [.load])
         #expect(persistedInt(await cache.entry("k")) == 100)
     }
@@ -278,7 +278,7 @@ struct PersistenceRestoreRaceTests {
         loadable = nil
         #expect(weakLoadable == nil)  // the persistence holds its loadable weakly
         await cache.releaseAll()
-        await handle?.flush()
+        await handle?.saved()
         #expect(handle?.isRestoring == false)
         handle = nil
         #expect(weakPersistence == nil)
@@ -302,7 +302,7 @@ struct PersistenceRestoreRaceTests {
         await cache.releaseAll()
         // Another loadable's restore of the same cache runs after the dropped one.
         let next = PersistedLoadable<Int>(clock: ManualClock())
-        await next.persist(in: cache, key: "k", now: wall.function).flush()
+        await next.persist(in: cache, key: "k", now: wall.function).saved()
         #expect(next.contents == 100)
         #expect(await cache.operations == [.load, .load])
     }
@@ -315,9 +315,9 @@ struct PersistenceRestoreRaceTests {
         ])
         let loadable = PersistedLoadable<Int>(clock: ManualClock())
         let recorder = Recorder(loadable)
-        await loadable.persist(in: cache, key: "a", now: wall.function).flush()
+        await loadable.persist(in: cache, key: "a", now: wall.function).saved()
         #expect(loadable.contents == 1)
-        await loadable.persist(in: cache, key: "b", now: wall.function).flush()
+        await loadable.persist(in: cache, key: "b", now: wall.function).saved()
         #expect(loadable.contents == 1)
         #expect(recorder.count == 1)
     }

@@ -120,7 +120,7 @@ struct MutationForwardingTests {
         let post = PostLoadable()
         let persistence = post.persist(in: cache, key: "post")
         post.setDidSyncSuccessfully(Post(title: "A"))
-        await persistence.flush()
+        await persistence.saved()
         let held = HeldCommit()
         let task = Task { @MainActor in
             try await post.mutate {
@@ -132,12 +132,12 @@ struct MutationForwardingTests {
         await yield(until: { held.continuation != nil })
         // A write of the base while the change is pending saves the base without the change.
         post.setContents(Post(title: "B"))
-        await persistence.flush()
+        await persistence.saved()
         #expect(try await saved(in: cache) == Post(title: "B"))
         #expect(post.contents == Post(title: "B", isLiked: true))
         held.continuation?.resume()
         try await task.value
-        await persistence.flush()
+        await persistence.saved()
         #expect(try await saved(in: cache) == Post(title: "B", isLiked: true))
     }
 
@@ -147,7 +147,7 @@ struct MutationForwardingTests {
         let post = PostLoadable()
         let persistence = post.persist(in: cache, key: "post")
         post.setDidSyncSuccessfully(Post(title: "A"))
-        await persistence.flush()
+        await persistence.saved()
         await cache.removeAll()
         await #expect(throws: TestError.self) {
             try await post.mutate {
@@ -156,7 +156,7 @@ struct MutationForwardingTests {
                 throw TestError()
             }
         }
-        await persistence.flush()
+        await persistence.saved()
         #expect(await cache.keys.isEmpty)
     }
 

@@ -49,7 +49,7 @@ struct StorePersistenceTests {
         let store = persistedStore(cache: cache, wall: wall)
         let lease = store.lease(1)
         #expect(lease.contents == nil)
-        await store.flush()
+        await store.saved()
         #expect(lease.contents == 10)
         #expect(lease.loadableState == .idle)
         #expect(lease.loadable.age == .seconds(20))
@@ -70,7 +70,7 @@ struct StorePersistenceTests {
         let log = PersistenceErrorLog()
         let store = persistedStore(cache: cache, wall: wall, version: 2, maxRestoreAge: .seconds(60), log: log)
         let leases = [store.lease(1), store.lease(2), store.lease(3)]
-        await store.flush()
+        await store.saved()
         #expect(leases.map(\.contents) == [1, nil, nil])
         #expect(log.summaries == ["versionMismatch post-3"])
         #expect(await cache.keys == ["post-1", "post-2"])
@@ -84,7 +84,7 @@ struct StorePersistenceTests {
         let lease = store.lease(2)
         lease.sync()
         lease.loadable.setDidSyncSuccessfully(20)
-        await store.flush()
+        await store.saved()
         #expect(await cache.keys == ["post-2"])
         let entry = try #require(await cache.entry("post-2"))
         #expect(persistedInt(entry) == 20)
@@ -110,7 +110,7 @@ struct StorePersistenceTests {
 
         let again = store.lease(3)
         #expect(again.contents == nil)
-        await store.flush()
+        await store.saved()
         #expect(again.contents == 30)
         #expect(again.loadableState == .idle)
     }
@@ -123,7 +123,7 @@ struct StorePersistenceTests {
         ])
         let store = persistedStore(cache: cache, wall: wall)
         store.remove(1)
-        await store.flush()
+        await store.saved()
         #expect(await cache.keys == ["post-2"])
         #expect(await cache.calls.map(\.description) == ["remove(post-1)"])
     }
@@ -140,11 +140,11 @@ struct StorePersistenceTests {
         store.remove(1)
         #expect(store.count == 0)
         await cache.releaseAll()
-        await store.flush()
+        await store.saved()
         #expect(await cache.keys.isEmpty)
         #expect(await cache.operations == [.load, .save, .remove])
         lease.loadable.setContents(6)
-        await store.flush()
+        await store.saved()
         #expect(await cache.operations == [.load, .save, .remove])
         #expect(await cache.keys.isEmpty)
     }
@@ -161,7 +161,7 @@ struct StorePersistenceTests {
         second.loadable.setContents(2)
         store.removeAll()
         await cache.releaseAll()
-        await store.flush()
+        await store.saved()
         #expect(await cache.keys.isEmpty)
         #expect(
             await cache.calls.map(\.description.prefixBeforeSpace) == [
@@ -171,7 +171,7 @@ struct StorePersistenceTests {
         first.loadable.setContents(3)
         second.sync()
         second.loadable.setDidSyncSuccessfully(4)
-        await store.flush()
+        await store.saved()
         #expect(await cache.keys.isEmpty)
         #expect(await cache.completedSaveCount == 2)
     }
@@ -187,7 +187,7 @@ struct StorePersistenceTests {
         lease.loadable.setContents(1)
         store.setContents(2, for: 2)
         store.removeAll()
-        await store.flush()
+        await store.saved()
         #expect(await cache.keys.isEmpty)
         #expect(store.count == 0)
     }
@@ -198,7 +198,7 @@ struct StorePersistenceTests {
         let cache = ScriptedPersistenceCache(entries: ["post-4": try persistedEntry(1, savedAt: wall.at(-50))])
         let store = persistedStore(cache: cache, wall: wall)
         store.setContents(3, for: 4)
-        await store.flush()
+        await store.saved()
         let entry = try #require(await cache.entry("post-4"))
         #expect(persistedInt(entry) == 3)
         #expect(entry.savedAt == wall.now)
@@ -217,7 +217,7 @@ struct StorePersistenceTests {
         #expect(handle.key == "post-1")
         #expect(!handle.isStopped)
         loadable.setContents(1)
-        await store.flush()
+        await store.saved()
         #expect(await cache.completedSaveCount == 1)
         switch departure {
         case .expiry:
@@ -231,17 +231,17 @@ struct StorePersistenceTests {
         #expect(handle.isStopped)
         #expect(persistence(of: loadable) == nil)
         loadable.setContents(2)
-        await store.flush()
+        await store.saved()
         #expect(await cache.completedSaveCount == 1)
         #expect(await cache.savedInts("post-1") == [1])
     }
 
-    @Test("flush() of a store without a cache returns", .timeLimit(.minutes(5)))
-    func flushWithoutCache() async {
+    @Test("saved() of a store without a cache returns", .timeLimit(.minutes(5)))
+    func savedWithoutCache() async {
         let store = LoadableStore<Int, PersistedLoadable<Int>>(clock: ManualClock()) { _ in PersistedLoadable() }
         let lease = store.lease(1)
         lease.loadable.setContents(1)
-        await store.flush()
+        await store.saved()
         #expect(persistence(of: lease.loadable) == nil)
     }
 
@@ -252,18 +252,18 @@ struct StorePersistenceTests {
         let log = PersistenceErrorLog()
         let store = persistedStore(cache: cache, wall: wall, log: log)
         let first = store.lease(1)
-        await store.flush()
+        await store.saved()
         #expect(log.summaries == ["versionMismatch post-1"])
 
         await cache.fail(.save, with: TestError("full"))
         first.loadable.setContents(1)
-        await store.flush()
+        await store.saved()
         await cache.fail(.remove, with: TestError("locked"))
         store.remove(2)
-        await store.flush()
+        await store.saved()
         await cache.fail(.removeAll, with: TestError("locked"))
         store.removeAll()
-        await store.flush()
+        await store.saved()
         #expect(
             log.summaries == [
                 "versionMismatch post-1", "saveFailed post-1", "removeFailed post-2", "removeAllFailed -",

@@ -29,7 +29,7 @@ struct CacheContractIntegrationTests {
             await persistence.restored()
             #expect(loadable.contents == nil)
             loadable.setContents(["a", "ü", ""])
-            await persistence.flush()
+            await persistence.saved()
         }
         wall.advance(by: 30)
         let relaunched = PersistedLoadable<[String]>(clock: ManualClock())
@@ -42,7 +42,7 @@ struct CacheContractIntegrationTests {
 
         // A change after the relaunch is saved over the entry.
         relaunched.setContents(["b"])
-        await persistence.flush()
+        await persistence.saved()
         let entry = try #require(try await subject.another().load(key: "feed/caf\u{E9}"))
         #expect(try JSONDecoder().decode([String].self, from: entry.data) == ["b"])
         #expect(entry.savedAt == wall.now)
@@ -71,7 +71,7 @@ struct CacheContractIntegrationTests {
             let lease = first.lease(1)
             lease.loadable.setContents(10)
             first.setContents(20, for: 2)
-            await first.flush()
+            await first.saved()
         }
         wall.advance(by: 5)
 
@@ -79,7 +79,7 @@ struct CacheContractIntegrationTests {
         let one = relaunched.lease(1)
         let two = relaunched.lease(2)
         let four = relaunched.lease(4)
-        await relaunched.flush()
+        await relaunched.saved()
         #expect(one.contents == 10)
         #expect(one.loadable.age == .seconds(5))
         #expect(two.contents == 20)
@@ -87,7 +87,7 @@ struct CacheContractIntegrationTests {
         #expect(four.loadable.age == .seconds(105))
 
         relaunched.removeAll()
-        await relaunched.flush()
+        await relaunched.saved()
         for key in ["posts/1", "posts/2", "posts/4"] {
             #expect(try await subject.cache.load(key: key) == nil, "\(key)")
         }
@@ -163,7 +163,7 @@ struct CacheContractIntegrationTests {
                 now: wall.function, onError: log.handler
             ) { _ in PersistedLoadable(clock: ManualClock()) }
             for key in 0..<200 { store.setContents(String(repeating: "p", count: 300), for: key) }
-            await store.flush()
+            await store.saved()
             #expect(outbox.items.count == 60)
         }
         wall.advance(by: 3_600)
