@@ -93,7 +93,7 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     open func load() async throws -> Contents {
         guard let loader else {
             fatalError(
-                "\(type(of: self)) must override load() or loadResult(), or be created with init(load:) or init(loadResult:)"
+                "\(type(of: self)) must override load() or be created with init(load:) (or override loadResult(), or be created with init(loadResult:))"
             )
         }
         switch try await loader() {

@@ -33,7 +33,7 @@ extension Loadable where Contents: Codable & Sendable {
     /// once, with a ``LoadableCacheError`` that names the key. A persistence error never changes
     /// the loadable's state.
     ///
-    /// **Metadata.** The strings a load returned with the contents (a ``LoadResult``'s metadata:
+    /// **Metadata.** The strings a load returned with the contents (a `LoadResult`'s metadata:
     /// an `HTTPLoadable`'s `ETag` and `Last-Modified`) are saved in the entry's
     /// ``CachedEntry/metadata`` and come back with the restored contents.
     ///

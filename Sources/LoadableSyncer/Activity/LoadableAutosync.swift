@@ -10,7 +10,7 @@ extension Loadable {
     /// let token = posts.observe { render($0.snapshot) }  // syncs if needed now, then every minute
     /// ```
     ///
-    /// When the first observer arrives (``PushLoadable/addObserver(_:)``, `observe`), it syncs if
+    /// When the first observer arrives (`addObserver(_:)`, `observe`), it syncs if
     /// it needs to (`syncIfNeeded()`), then every `interval` it calls `sync()` (a refresh,
     /// skipped while a sync runs; for a paged list, the first page again). When the last
     /// observer leaves, the timer stops; the next observer starts it again. Attached while the
