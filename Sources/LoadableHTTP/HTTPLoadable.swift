@@ -232,7 +232,8 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
             guard loadable?.statusUntrackedWherePossible.isContentsAvailable != false else {
                 throw HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data())
             }
-            return .confirmed(metadata: newValidators.metadata)
+            // Only what changed: a 304 usually repeats the validators it answered.
+            return .confirmed(metadata: newValidators.changes(from: validators).metadata)
         case .unauthorized(let rejection):
             throw rejection
         }
@@ -274,6 +275,14 @@ struct Validators: Sendable, Equatable {
         if let lastModified, request.value(forHTTPHeaderField: "If-Modified-Since") == nil {
             request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
+    }
+
+    /// The validators of `self` that `other` lacks or has with another value.
+    func changes(from other: Validators) -> Validators {
+        var changes = Validators()
+        if entityTag != other.entityTag { changes.entityTag = entityTag }
+        if lastModified != other.lastModified { changes.lastModified = lastModified }
+        return changes
     }
 
     /// Whether `request` carries a validator, so that a 304 answers it.

@@ -82,4 +82,34 @@ struct PostPage: Decodable, Sendable {
         #expect(feed.contents?.items == ["a"])
         #expect(feed.loadableState == .didSyncSuccessfully)
     }
+
+    @Test("HTTPLoadable states its work once: its load is a value, the answer with its validators as metadata")
+    func httpLoadableWorkStatedOnce() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.header("If-None-Match") == "\"v1\""
+                ? .status(304, headers: [.init("ETag", "\"v2\"")])
+                : .json(#"{"items":["a"],"next":null}"#, headers: [.init("ETag", "\"v1\"")])
+        }
+        let feed = HTTPLoadable<PostPage>(request: URLRequest(url: server.url("/feed")), clock: ManualClock())
+        guard case .loaded(let page, let metadata) = try await feed.loadResult() else {
+            Issue.record("a 200 is .loaded")
+            return
+        }
+        #expect(page.items == ["a"])
+        #expect(metadata == ["ETag": "\"v1\""])
+        #expect(feed.contents == nil)  // a value: returning it changed nothing
+        #expect(feed.etag == nil)
+        try await feed.synced()
+        #expect(feed.etag == "\"v1\"")
+        guard case .confirmed(let confirmation) = try await feed.loadResult() else {
+            Issue.record("a 304 is .confirmed")
+            return
+        }
+        #expect(confirmation == ["ETag": "\"v2\""])
+        #expect(feed.etag == "\"v1\"")
+        #expect(try await feed.load().items == ["a"])  // load(): the contents a 304 confirms
+        try await feed.synced(forceSync: true)
+        #expect(feed.etag == "\"v2\"")  // the sync's 304 brought a new ETag
+        #expect(server.requests.count == 5)
+    }
 }
