@@ -37,6 +37,11 @@ public import Loadable
 /// answer that arrives after a cancel or after a newer sync started is dropped, validators
 /// included. Requests never go through `URLCache`: the loadable does its own revalidation.
 ///
+/// Its work is stated once, as a closure given to `AsyncLoadable`: each sync returns the answer
+/// as a `LoadResult` (a 2xx's contents with their validators as metadata, or a 304's
+/// confirmation), and the loadable keeps the validators with its contents. A subclass does not
+/// override `load()` or `loadResult()`: a sync does not call them.
+///
 /// Subclass it to give an endpoint a type of its own:
 ///
 /// ```swift
