@@ -38,6 +38,11 @@ import LoadableSupport
 /// answer that arrives after a cancel or after a newer sync started is dropped, validators
 /// included. Requests never go through `URLCache`: the loadable does its own revalidation.
 ///
+/// Its work is stated once, as a closure given to `AsyncLoadable`: each sync returns the answer
+/// as a `LoadResult` (a 2xx's contents with their validators as metadata, or a 304's
+/// confirmation), and the loadable keeps the validators with its contents. A subclass does not
+/// override `load()` or `loadResult()`: a sync does not call them.
+///
 /// Subclass it to give an endpoint a type of its own:
 ///
 /// ```swift
@@ -83,7 +88,7 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
     /// same notification.
     public var etag: String? {
         core.trackAccess()
-        return loader.validators.entityTag
+        return baseMetadata[Validators.entityTagName]
     }
 
     /// The `Last-Modified` of the contents shown, as the server sent it: the precondition of a
@@ -93,7 +98,7 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
     /// by a 2xx, kept by a `304`, restored with persisted contents, observable.
     public var lastModified: String? {
         core.trackAccess()
-        return loader.validators.lastModified
+        return baseMetadata[Validators.lastModifiedName]
     }
 
     /// Shows the server's answer to a write of this resource, with its validators: the contents
@@ -119,9 +124,7 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
         var validators = Validators()
         validators.entityTag = response.etag
         validators.lastModified = response.lastModified
-        loader.adoptedValidators = validators
-        defer { loader.adoptedValidators = nil }
-        setContents(response.value)
+        setContents(response.value, metadata: validators.metadata)
     }
 
     /// Runs the syncs; it holds the loadable weakly, so that releasing the loadable cancels its
@@ -160,20 +163,16 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
             authorization: authorization
         )
         self.loader = loader
-        super.init(contents: nil, clock: clock) { try await loader.load() }
+        // The work, stated once: each sync sends the request and returns the answer as a
+        // `LoadResult` (a 2xx's contents and validators, or a 304's confirmation); the loadable
+        // keeps the validators with its contents as their metadata.
+        super.init(contents: nil, clock: clock, loadResult: { try await loader.load() })
         loader.loadable = self
-        // Told first of every change of the base, before a persistence reads the validators.
-        core.subscribe(loader)
-    }
-
-    /// Sends the request and decodes the answer; see ``HTTPLoadable`` for the rules. Not meant to
-    /// be overridden.
-    public final override func load() async throws -> Contents {
-        try await loader.load()
     }
 }
 
-/// The work of an ``HTTPLoadable``'s syncs, and the validators they keep.
+/// The work of an ``HTTPLoadable``'s syncs: the request with the validators of the contents
+/// (the loadable's metadata), and the answer as a ``LoadResult``.
 @MainActor
 final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     let request: URLRequest
@@ -183,16 +182,6 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     let authorization: HTTPAuthorization?
     /// The loadable, held weakly: the load task holds this loader, not the loadable.
     weak var loadable: HTTPLoadable<Contents>?
-
-    /// The validators of the contents: from the last 2xx (or 304) whose result was kept, until
-    /// the base contents change by a write of the app's own.
-    var validators = Validators()
-    /// The validators of a write's answer that the app is setting as the contents
-    /// (`HTTPLoadable.setContents(_:)` of an `HTTPResponse`): taken instead of dropped.
-    var adoptedValidators: Validators?
-    /// Counts the writes of the app's own to the base contents: a 304 to a request sent before
-    /// one confirms contents the write has changed since, so its validators are not kept.
-    private var localWrites = 0
 
     /// ``request`` as every sync sends it, made once: `URLRequest` copies its whole storage at
     /// each change.
@@ -224,35 +213,40 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     }
 
     /// One sync: sends the request (with a retry after a 401) and reads the answer.
-    func load() async throws -> Contents {
+    ///
+    /// A 2xx's contents come with their validators, which replace the loadable's; a 304
+    /// confirms the contents with the validators it sent (the loadable takes them unless the
+    /// app wrote the contents while the request ran, and drops the whole answer when the sync
+    /// is not the current one any more).
+    func load() async throws -> LoadResult<Contents> {
         // Untracked: a sync is not a read by a view, and must not give the loadable a registrar.
         let hasContents = loadable?.statusUntrackedWherePossible.isContentsAvailable == true
+        let validators =
+            hasContents ? loadable.map { Validators(metadata: $0.baseMetadata) } ?? Validators() : Validators()
         var exchange = exchange
         // A 304 confirms the contents whoever set the validators: the loadable, or the request itself.
         exchange.isConditional = hasContents && (requestIsConditional || !validators.isEmpty)
-        let request = hasContents ? requestWithValidators() : plainRequest
-        let writesBefore = localWrites
+        let request = hasContents ? requestWithValidators(validators) : plainRequest
         let outcome = try await exchange.run(request, authorization: authorization)
-        // The answer counts only if the sync it belongs to is still the current one: otherwise
-        // the loadable drops it, and its validators must go with it.
-        let isCurrent = !Task.isCancelled && loadable?.statusUntrackedWherePossible.state == .syncing
         switch outcome {
         case .decoded(let contents, let newValidators):
             // The answer's contents replace the base: the validators describe them.
-            if isCurrent { validators = newValidators }
-            return contents
+            return .loaded(contents, metadata: newValidators.metadata)
         case .notModified(let newValidators):
-            // A 304 confirms the contents the request was sent for; after a write of the app's
-            // own, the base is no longer those (the next sync is unconditional).
-            if isCurrent, localWrites == writesBefore { validators.update(with: newValidators) }
-            throw notModifiedConfirmation
+            // Contents never go away once there: a 304 to a conditional request has contents to
+            // confirm (otherwise the answer is the status error it would be to any other request).
+            guard loadable?.statusUntrackedWherePossible.isContentsAvailable != false else {
+                throw HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data())
+            }
+            // Only what changed: a 304 usually repeats the validators it answered.
+            return .confirmed(metadata: newValidators.changes(from: validators).metadata)
         case .unauthorized(let rejection):
             throw rejection
         }
     }
 
-    /// The request with the validators applied, made again only when they changed.
-    private func requestWithValidators() -> URLRequest {
+    /// The request with `validators` applied, made again only when they changed.
+    private func requestWithValidators(_ validators: Validators) -> URLRequest {
         guard !validators.isEmpty else { return plainRequest }
         if let conditionalRequest, conditionalRequest.validators == validators { return conditionalRequest.request }
         var request = plainRequest
@@ -261,24 +255,6 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         return request
     }
 }
-
-extension HTTPRequestLoader: LoadableCoreSubscriber {
-    /// A change of the base contents by the app (not by a sync, not reconciled with the server's
-    /// answer) drops the validators: the server may not have those contents, and a `304` must
-    /// never confirm them. A write's answer set with its validators brings those instead.
-    var coreEvents: LoadableCoreEvent.Kinds { .baseContentsChanged }
-
-    func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
-        guard event == .baseContentsChanged(origin: .local) else { return }
-        localWrites &+= 1
-        validators = adoptedValidators ?? Validators()
-    }
-}
-
-/// What a 304 throws: the contents are confirmed. Made once, so that a revalidation allocates no
-/// error.
-private let notModifiedConfirmation: any Error = ContentsConfirmed(
-    fallback: HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data()))
 
 /// The `ETag` and `Last-Modified` of a response.
 struct Validators: Sendable, Equatable {
@@ -307,15 +283,18 @@ struct Validators: Sendable, Equatable {
         }
     }
 
+    /// The validators of `self` that `other` lacks or has with another value.
+    func changes(from other: Validators) -> Validators {
+        var changes = Validators()
+        if entityTag != other.entityTag { changes.entityTag = entityTag }
+        if lastModified != other.lastModified { changes.lastModified = lastModified }
+        return changes
+    }
+
     /// Whether `request` carries a validator, so that a 304 answers it.
     static func isConditional(_ request: URLRequest) -> Bool {
         request.value(forHTTPHeaderField: "If-None-Match") != nil
             || request.value(forHTTPHeaderField: "If-Modified-Since") != nil
     }
 
-    /// Takes the validators a 304 sent (it may send a new `ETag`), keeping the others.
-    mutating func update(with other: Validators) {
-        if let entityTag = other.entityTag { self.entityTag = entityTag }
-        if let lastModified = other.lastModified { self.lastModified = lastModified }
-    }
 }

@@ -1,6 +1,7 @@
 package import Foundation
 package import Loadable
 package import LoadableCaching
+import LoadableSupport
 import LoadableTestSupport
 
 // MARK: - Helpers shared by the persistence tests of the caching and SQLite targets

@@ -19,6 +19,7 @@ struct GuideSamplesTests {
             "Tests/LoadableHTTPTests/HTTPGuideTests.swift", "Tests/LoadableHTTPTests/HTTPAuthorizationTests.swift",
             "Tests/LoadableHTTPTests/HTTPWritesGuideTests.swift",
             "Tests/LoadableHTTPTests/ConditionalWritesGuideTests.swift",
+            "Tests/LoadableHTTPTests/HTTPPagedAutosyncGuideTests.swift",
         ],
         "Docs/Mutations.md": [
             "Tests/LoadableTests/MutationsGuideTests.swift",

@@ -13,8 +13,8 @@ import LoadableCaching
 /// afterwards.
 ///
 /// - Save + restore: 1,000 loadables persisted under `item-<i>`, each given its contents with
-///   `setContents`, then `flush()` (the saves); then 1,000 new loadables persisted under the same
-///   keys, then `flush()` (the restores), whose contents are checked. Against two floors, run on
+///   `setContents`, then `saved()` (the saves); then 1,000 new loadables persisted under the same
+///   keys, then `saved()` (the restores), whose contents are checked. Against two floors, run on
 ///   the main actor one file after the other, into other directories: the issue's, `JSONEncoder` +
 ///   `Data.write(to:options: .atomic)` (which, in swift-foundation, also calls `fsync` on each
 ///   file), and the same JSON written with the system calls the library makes (`open`, `write`,
@@ -109,7 +109,7 @@ private func mustSucceed<Result>(_ what: String, _ body: () throws -> Result) ->
 struct RoundTrip {
     var save: Sample
     var restore: Sample
-    /// Of ``save`` and ``restore``, the time on the main actor before `flush()`: the library's
+    /// Of ``save`` and ``restore``, the time on the main actor before `saved()`: the library's
     /// `persist` and `setContents` calls (zero for the floors and the direct calls).
     var saveOnMain: Duration = .zero
     var restoreOnMain: Duration = .zero
@@ -254,7 +254,7 @@ private func libraryRoundTrip(_ values: [PersistedItem], maxBytes: Int? = nil) a
 }
 
 /// Loadables persisted in `cache` under `item-<i>` (`persist(in:key:)` + `setContents`, then
-/// `flush()`), then new loadables restoring the same keys (`flush()`), whose contents are checked.
+/// `saved()`), then new loadables restoring the same keys (`saved()`), whose contents are checked.
 /// Also used by the `sqlite-cache` scenario.
 @MainActor
 func persistRoundTrip(_ values: [PersistedItem], in cache: any LoadableCache) async -> RoundTrip {

@@ -10,8 +10,8 @@ import LoadableSQLite
 /// between, so that no deletion runs between two timed parts).
 ///
 /// - Against the file cache: the `persistence` scenario's save + restore (1,000 loadables
-///   persisted with `persist(in:key:)` + `setContents`, `flush()`, then 1,000 new loadables
-///   restoring the same keys, `flush()`, contents checked; 963 B of JSON each) through a
+///   persisted with `persist(in:key:)` + `setContents`, `saved()`, then 1,000 new loadables
+///   restoring the same keys, `saved()`, contents checked; 963 B of JSON each) through a
 ///   `SQLiteLoadableCache` and through a `FileLoadableCache`, each in a fresh database or
 ///   directory per run; the two take turns, the first of each run alternating.
 /// - At size: per-entry cost of a save that replaces an existing entry (about 1 KB) and of a load

@@ -2,11 +2,13 @@
 /// a store's entry, a chain): the core knows none of them, they subscribe to the events they need.
 ///
 /// Events are told on the main actor, after the core stored the change and before observers are
-/// notified; a subscriber must not run code of the app.
+/// notified; a subscriber must not run code of the app (except on
+/// ``observedChanged(isObserved:)``, which is told outside any change).
 package enum LoadableCoreEvent: Equatable, Sendable {
-    /// A sync confirmed the contents without changing them (an HTTP `304`, a
-    /// `setDidSyncSuccessfully()` without contents): the age restarts, the base is the same. What
-    /// persistence touches (a new save date, no new contents). A change of the base is
+    /// A sync confirmed the contents without changing them (a load's `LoadResult.confirmed`, such
+    /// as an HTTP `304`; a `setDidSyncSuccessfully()` without contents): the age restarts, the
+    /// base is the same, its metadata may have changed. What persistence touches (a new save date
+    /// and the metadata, no new contents). A change of the base is
     /// ``baseContentsChanged(origin:)`` instead, which confirms too; contents restored from a
     /// cache are not confirmed now (their age is the cache's).
     case contentsConfirmed
@@ -18,6 +20,11 @@ package enum LoadableCoreEvent: Equatable, Sendable {
     case stateChanged(from: LoadableState, to: LoadableState)
     /// The first use began (`true`) or the last one ended (`false`).
     case useChanged(isInUse: Bool)
+    /// The first observer arrived (`true`) or the last one left (`false`), told after the
+    /// observers changed and before the loadable's `didAddFirstObserver()` or
+    /// `didRemoveLastObserver()`: what work that runs only while someone watches follows (an
+    /// autosync's timer). Told outside any change, so a subscriber may sync the loadable.
+    case observedChanged(isObserved: Bool)
 
     /// Event kinds, as a set: what a subscriber asks for.
     package struct Kinds: OptionSet, Sendable {
@@ -32,6 +39,8 @@ package enum LoadableCoreEvent: Equatable, Sendable {
         package static let stateChanged = Kinds(rawValue: 4)
         /// ``LoadableCoreEvent/useChanged(isInUse:)``.
         package static let useChanged = Kinds(rawValue: 8)
+        /// ``LoadableCoreEvent/observedChanged(isObserved:)``.
+        package static let observedChanged = Kinds(rawValue: 16)
     }
 
     /// The kind of this event.
@@ -41,6 +50,7 @@ package enum LoadableCoreEvent: Equatable, Sendable {
         case .baseContentsChanged: .baseContentsChanged
         case .stateChanged: .stateChanged
         case .useChanged: .useChanged
+        case .observedChanged: .observedChanged
         }
     }
 }

@@ -96,6 +96,60 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         return storedContents
     }
 
+    /// The storage of the pending changes and of the base metadata, if it was made; unlike
+    /// ``pendingChanges``, also when no change is pending.
+    @inline(__always)
+    private var baseStorage: PendingChanges<Contents>? {
+        guard let storage = core.extras?.ownerStorage else { return nil }
+        return unsafeDowncast(storage, to: PendingChanges<Contents>.self)
+    }
+
+    /// ``baseStorage``, made on first use.
+    private var baseStorageForWriting: PendingChanges<Contents> {
+        if let storage = baseStorage { return storage }
+        let storage = PendingChanges<Contents>()
+        core.extrasForWriting.ownerStorage = storage
+        return storage
+    }
+
+    /// The strings that describe the base contents, as the source sent them with the last
+    /// ``LoadResult`` (an HTTP answer's `ETag` and `Last-Modified`); empty when there are none.
+    ///
+    /// Set by a load's result, replaced by ``setContents(_:metadata:)``, dropped by a write of the
+    /// app's own (``setContents(_:)``, ``updateContents(_:)``, a committed change applied as it
+    /// was shown, an outbox change joining: the source never had those contents); kept by a
+    /// change reconciled with the server's answer and by a failure. Persistence saves it with the
+    /// base contents and gives it back with ``restoreContents(_:age:metadata:)``. Changed inside
+    /// the change that writes the contents or the state, so that an observer reads it with them.
+    package final var baseMetadata: [String: String] {
+        baseStorage?.metadata ?? [:]
+    }
+
+    /// Replaces ``baseMetadata``; makes no storage for empty metadata.
+    @inline(__always)
+    private func storeBaseMetadata(_ metadata: [String: String]) {
+        if metadata.isEmpty {
+            guard let storage = baseStorage, !storage.metadata.isEmpty else { return }
+            storage.metadata = [:]
+        } else {
+            baseStorageForWriting.metadata = metadata
+        }
+    }
+
+    /// A write of the app's own to the base contents: ``baseMetadata`` becomes `metadata` (what
+    /// ``setContents(_:metadata:)`` gives; nothing otherwise), and a sync running now learns that
+    /// what it asked the source about is not the base any more.
+    private func baseWasWrittenLocally(metadata: [String: String]) {
+        storeBaseMetadata(metadata)
+        if storedState == .syncing { baseStorageForWriting.isBaseWrittenDuringSync = true }
+    }
+
+    /// Forgets the writes of the app's own made during an earlier sync: a load begins.
+    package final func beginLoadingBase() {
+        guard let storage = baseStorage, storage.isBaseWrittenDuringSync else { return }
+        storage.isBaseWrittenDuringSync = false
+    }
+
     /// Why the last sync failed, if it failed and said why; `nil` in any other state.
     public final var error: (any Error)? {
         core.trackAccess()
@@ -199,15 +253,52 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     ///
     /// - Parameter contents: The new contents.
     public final func setContents(_ contents: Contents) {
+        setContents(contents, metadata: [:])
+    }
+
+    /// ``setContents(_:)`` with the strings that describe these contents (a write's answer with
+    /// its `ETag`): ``baseMetadata`` becomes `metadata` instead of being dropped.
+    ///
+    /// - Parameters:
+    ///   - contents: The new contents.
+    ///   - metadata: What describes them.
+    package final func setContents(_ contents: Contents, metadata: [String: String]) {
         if keepsEqualBase(contents, stateKept: true) {
-            confirmEqualBase()
+            confirmEqualBase(metadata: metadata)
             return
         }
         core.willChange()
         core.willChangeContents()
         storeBaseContents(contents)
-        confirmBaseContentsChange(origin: .local)
+        confirmBaseContentsChange(origin: .local, metadata: metadata)
         finishChange(endingSync: false, changedContents: true)
+    }
+
+    /// Ends a sync with what its load returned; the one place that decides what a
+    /// ``LoadResult`` does (see there): new contents and their metadata, or the contents
+    /// confirmed as they are.
+    ///
+    /// - Parameter result: What the load returned.
+    package final func setDidSync(_ result: LoadResult<Contents>) {
+        let storage = baseStorage
+        let isBaseWrittenDuringSync = storage?.isBaseWrittenDuringSync ?? false
+        if isBaseWrittenDuringSync { storage?.isBaseWrittenDuringSync = false }
+        switch result {
+        case .loaded(let contents, let metadata):
+            storeBaseMetadata(metadata)
+            setDidSyncSuccessfully(contents)
+        case .confirmed(let metadata):
+            guard core.readUntracked({ isContentsAvailable }) else {
+                setDidFailToSync(LoadableError.nothingToConfirm)
+                return
+            }
+            // Confirmed are the contents the load asked about: after a write of the app's own,
+            // those are not the base any more, and what the source sent does not describe it.
+            if !metadata.isEmpty, !isBaseWrittenDuringSync {
+                baseStorageForWriting.metadata.merge(metadata) { $1 }
+            }
+            setDidSyncSuccessfully()
+        }
     }
 
     /// Changes the contents in place without a sync, as ``setContents(_:)`` does.
@@ -239,17 +330,20 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         finishChange(endingSync: false, changedContents: true)
     }
 
-    /// Sets contents restored from a cache, confirmed `age` ago, without changing the state or
-    /// the error, and notifies once. Not a change of the base contents: nothing is saved.
+    /// Sets contents restored from a cache, confirmed `age` ago, with the metadata kept with
+    /// them, without changing the state or the error, and notifies once. Not a change of the
+    /// base contents: nothing is saved.
     ///
     /// - Parameters:
     ///   - contents: The restored contents.
     ///   - age: How long ago they were confirmed; ``Loadable/age`` continues from it.
-    package final func restoreContents(_ contents: Contents, age: Duration) {
+    ///   - metadata: The strings kept with them; they become ``baseMetadata``.
+    package final func restoreContents(_ contents: Contents, age: Duration, metadata: [String: String] = [:]) {
         // Equal contents stay, but their age is the cache's now, which may make them stale:
         // observers are told, readers of the contents are not.
         let changesContents = !keepsEqualBase(contents, stateKept: true)
         core.willChange()
+        storeBaseMetadata(metadata)
         if changesContents {
             core.willChangeContents()
             storeBaseContents(contents)
@@ -455,13 +549,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     private func addLayer(
         _ apply: @escaping @MainActor (inout Contents) -> Void, concern: PendingChangeConcern?
     ) -> Int {
-        let changes: PendingChanges<Contents>
-        if let existing = core.extras?.ownerStorage {
-            changes = unsafeDowncast(existing, to: PendingChanges<Contents>.self)
-        } else {
-            changes = PendingChanges()
-            core.extrasForWriting.ownerStorage = changes
-        }
+        let changes = baseStorageForWriting
         let id = changes.nextID
         changes.nextID &+= 1
         if changes.layers.isEmpty { changes.base = storedContents }
@@ -740,17 +828,19 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// loadable drops its validators). Observers are told only when the confirmation changes the
     /// freshness (an invalidation or a stale announcement is forgotten); readers of the contents
     /// never.
-    private func confirmEqualBase() {
+    private func confirmEqualBase(metadata: [String: String]) {
         let changesFreshness = core.confirmationChangesFreshness
         if changesFreshness { core.willChange() }
-        confirmBaseContentsChange(origin: .local)
+        confirmBaseContentsChange(origin: .local, metadata: metadata)
         if changesFreshness { finishChange(endingSync: false) }
     }
 
     /// The base contents were written (not synced): they count as confirmed now, and
-    /// ``LoadableCoreEvent/baseContentsChanged(origin:)`` is told (persistence saves them).
+    /// ``LoadableCoreEvent/baseContentsChanged(origin:)`` is told (persistence saves them). A
+    /// write of the app's own (`.local`) replaces ``baseMetadata`` with `metadata` first.
     @inline(__always)
-    private func confirmBaseContentsChange(origin: BaseContentsOrigin) {
+    private func confirmBaseContentsChange(origin: BaseContentsOrigin, metadata: [String: String] = [:]) {
+        if origin == .local { baseWasWrittenLocally(metadata: metadata) }
         core.confirmContents()
         core.emit(.baseContentsChanged(origin: origin))
     }
@@ -825,11 +915,13 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 extension PushLoadable: LoadableCoreOwner {
     package func observersDidBecomeNonEmpty() {
         observersDidChange()
+        core.emit(.observedChanged(isObserved: true))
         didAddFirstObserver()
     }
 
     package func observersDidBecomeEmpty() {
         observersDidChange()
+        core.emit(.observedChanged(isObserved: false))
         didRemoveLastObserver()
     }
 
@@ -842,8 +934,9 @@ extension PushLoadable: LoadableCoreOwner {
     }
 }
 
-/// The optimistic changes of a ``PushLoadable`` waiting for their commits, and the base contents
-/// under them.
+/// The optimistic changes of a ``PushLoadable`` waiting for their commits, the base contents
+/// under them, and the metadata of the base contents: what most loadables never need, made on
+/// first use.
 @MainActor
 final class PendingChanges<Contents> {
     /// One pending change.
@@ -877,6 +970,11 @@ final class PendingChanges<Contents> {
     var nextID = 0
     /// Grows each time the layers are applied: tells a nested application from the outer one.
     var applyCount = 0
+    /// ``PushLoadable/baseMetadata``.
+    var metadata: [String: String] = [:]
+    /// Whether the app wrote the base contents while the current sync runs (see
+    /// ``PushLoadable/setDidSync(_:)``).
+    var isBaseWrittenDuringSync = false
 }
 
 /// Where a pending change added with ``PushLoadable/addPendingChange(_:concern:)`` says, each time

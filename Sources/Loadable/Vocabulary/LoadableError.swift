@@ -12,12 +12,16 @@ public enum LoadableError: Error, Sendable, Hashable, CustomStringConvertible {
     case unspecified
     /// The sync ran longer than the loadable's `syncTimeout` and was cancelled.
     case timedOut
+    /// A load returned ``LoadResult/confirmed(metadata:)`` while the loadable had no contents to
+    /// confirm.
+    case nothingToConfirm
 
     /// A readable explanation of the error.
     public var description: String {
         switch self {
         case .unspecified: "The loadable failed to sync without giving a reason"
         case .timedOut: "The sync took longer than the loadable's syncTimeout and was cancelled"
+        case .nothingToConfirm: "The load confirmed the contents, but the loadable had none to confirm"
         }
     }
 }

@@ -16,7 +16,7 @@ import LoadableSupport
 /// **Threads.** One task off the main actor runs the jobs' work (encode and save, load and decode)
 /// one after the other, without going back to the main actor in between: a trip there and back
 /// costs two thread wake-ups, several times the work of a small entry. What a job does afterwards
-/// on the main actor (set restored contents, report an error, end a `flush()`) is handed over
+/// on the main actor (set restored contents, report an error, end a `saved()`) is handed over
 /// without waiting, and the main actor runs these steps in job order, as many as are ready at a
 /// time. A slow job never holds up the steps of the jobs before it.
 package final class CacheQueue: Sendable {

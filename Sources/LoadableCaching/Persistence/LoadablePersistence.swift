@@ -34,9 +34,9 @@ extension Loadable where Contents: Codable & Sendable {
     /// once, with a ``LoadableCacheError`` that names the key. A persistence error never changes
     /// the loadable's state.
     ///
-    /// **Metadata.** A loadable that keeps strings beside its contents (an `HTTPLoadable`'s
-    /// `ETag` and `Last-Modified`) saves them in the entry's ``CachedEntry/metadata`` and gets
-    /// them back with the restored contents.
+    /// **Metadata.** The strings a load returned with the contents (a `LoadResult`'s metadata:
+    /// an `HTTPLoadable`'s `ETag` and `Last-Modified`) are saved in the entry's
+    /// ``CachedEntry/metadata`` and come back with the restored contents.
     ///
     /// **Lifetime.** The loadable owns its persistence: it runs as long as the loadable lives
     /// (so calling this inside a store's `make` works) or until ``LoadablePersistence/stop()``.
@@ -80,7 +80,7 @@ extension Loadable where Contents: Codable & Sendable {
                 let contents = self.baseContents
             else { return }
             let savedAt = now()
-            let metadata = (self as? any PersistedMetadataProviding)?.persistedMetadata ?? [:]
+            let metadata = self.baseMetadata
             // Holds the persistence weakly: a job waiting in the queue does not keep it alive.
             let report: @Sendable (LoadableCacheError?) -> (@MainActor () -> Void)? = { [weak persistence] error in
                 guard let error else { return nil }
@@ -110,10 +110,7 @@ extension Loadable where Contents: Codable & Sendable {
                     // Dropped when stopped, or when the contents were confirmed meanwhile (or
                     // before): a restore never takes contents backwards.
                     guard let self, !persistence.isStopped, core.confirmedAt == nil else { return }
-                    if !metadata.isEmpty, let receiver = self as? any PersistedMetadataProviding {
-                        receiver.restorePersistedMetadata(metadata)
-                    }
-                    restoreContents(contents, age: age)
+                    restoreContents(contents, age: age, metadata: metadata)
                     settings.cacheHoldsBase.withLock { $0 = true }
                 }
             }

@@ -31,6 +31,10 @@ import LoadableSupport
 /// loadable syncs (`syncIfNeeded()`) and the ticks go on where they were. A running sync is never
 /// cancelled.
 ///
+/// The refresh timer is the one ``Loadable/autosync(every:clock:activity:)`` attaches to any
+/// loadable: this class is that, attached at init, for code written as a subclass. To make a
+/// `PagedLoadable` or an `HTTPLoadable` refresh itself while observed, call `autosync` on it.
+///
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor
 open class AutosyncLoadable<Contents>: Loadable<Contents> {
@@ -41,12 +45,8 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     /// The monitor the ticks follow to pause and catch up.
     public let activity: ActivityMonitor
 
-    private let clock: ElapsedClock
-    private var timer = ClockTimer()
-    /// When the next tick falls due, on ``clock``; `nil` while nobody observes the loadable.
-    private var tickDeadline: Duration?
-    /// Whether the ticks are paused (inactive or offline), as last read from ``activity``.
-    private var isPaused: Bool
+    /// The refresh timer, attached at init.
+    private var autosync: LoadableAutosync?
 
     /// Creates an idle loadable that refreshes itself every `autosyncInterval` while observed.
     ///
@@ -69,95 +69,31 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
         )
         self.autosyncInterval = autosyncInterval
         self.activity = activity
-        self.clock = ElapsedClock(clock)
-        isPaused = !activity.allowsSyncing
         super.init(contents: contents, clock: clock)
-        activity.addFollower(self)
+        autosync = attachAutosync(every: autosyncInterval, clock: clock, activity: activity)
     }
 
     /// Whether someone observes the loadable, so that it refreshes itself every
     /// ``autosyncInterval`` (paused while the ``activity`` monitor is inactive or offline).
-    public var isAutosyncing: Bool { tickDeadline != nil }
+    public var isAutosyncing: Bool { autosync?.isAutosyncing ?? false }
 
     /// Whether someone observes the loadable, its last sync failed, and the ``activity`` monitor
     /// says the network cannot be reached: it syncs again as soon as the network is back.
     ///
     /// Observable: it reads the loadable's state and the monitor's connectivity.
     public var isWaitingForNetwork: Bool {
-        activity.connectivity == .offline && loadableState == .didFailToSync && isAutosyncing
+        autosync?.isWaitingForNetwork ?? false
     }
 
-    /// Syncs if needed and starts the refresh timer (only the timer's deadline while the
-    /// ``activity`` monitor pauses it). Call `super` when you override it.
+    /// Called after the first observer was added, once the refresh timer started (and synced if
+    /// needed). Call `super` when you override it.
     open override func didAddFirstObserver() {
         super.didAddFirstObserver()
-        scheduleNextTick()
-        guard !isPaused else { return }
-        syncIfNeeded()
     }
 
-    /// Stops the refresh timer. Call `super` when you override it.
+    /// Called after the last observer was removed, once the refresh timer stopped. Call `super`
+    /// when you override it.
     open override func didRemoveLastObserver() {
         super.didRemoveLastObserver()
-        tickDeadline = nil
-        timer.cancel()
-    }
-
-    /// Arms the timer for the next tick, `delay` from now.
-    private func armTimer(after delay: Duration) {
-        // The task holds the loadable weakly; releasing the loadable or its last observer stops it.
-        timer.arm(after: delay, on: clock) { [weak self] generation in
-            self?.autosyncTimerFired(generation)
-        }
-    }
-
-    /// Sets the next tick one ``autosyncInterval`` from now, and arms the timer for it unless
-    /// paused (resuming arms it).
-    private func scheduleNextTick() {
-        tickDeadline = clock.elapsed + autosyncInterval
-        guard !isPaused else { return }
-        armTimer(after: autosyncInterval)
-    }
-
-    private func autosyncTimerFired(_ generation: Int) {
-        guard timer.fired(generation) else { return }
-        tick()
-    }
-
-    /// A tick: the next one is scheduled before the tick's sync (which may remove the last
-    /// observer and stop it), so that the ticks keep their cadence whatever syncs happen in
-    /// between; the sync is skipped while one runs.
-    private func tick() {
-        scheduleNextTick()
-        // The core's state: a tick is not a read for Observation.
-        guard core.state != .syncing else { return }
-        sync()
-    }
-
-    deinit {
-        timer.cancelTask()
-    }
-}
-
-extension AutosyncLoadable: ActivityMonitorFollower {
-    package func activityDidChange() {
-        let paused = !activity.allowsSyncing
-        guard paused != isPaused else { return }
-        isPaused = paused
-        guard let tickDeadline else { return }
-        if paused {
-            // The ticks stop; the deadline stays, so that a tick that falls due meanwhile runs on
-            // return.
-            timer.cancel()
-            return
-        }
-        let now = clock.elapsed
-        if tickDeadline <= now {
-            // A tick fell due while paused: it runs now, and the ticks go on from here.
-            tick()
-        } else {
-            armTimer(after: tickDeadline - now)
-            syncIfNeeded()
-        }
     }
 }
