@@ -1,4 +1,5 @@
 import Loadable
+import LoadableSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
@@ -129,7 +130,7 @@ private final class CountingLoadable: Loadable<Int> {
             loadable,
             { [clock] loadable in
                 guard autosync == nil, loadable.loadableState == .didSyncSuccessfully else { return }
-                autosync = (loadable as? CountingLoadable)?.autosync(
+                autosync = loadable.autosync(
                     every: .seconds(3), clock: clock, activity: ActivityMonitor())
             }
         ) {

@@ -1,4 +1,5 @@
 public import Loadable
+import LoadableSupport
 
 extension Loadable {
     /// Refreshes the loadable every `interval` while someone observes it: any loadable, a

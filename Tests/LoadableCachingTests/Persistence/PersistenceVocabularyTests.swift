@@ -1,6 +1,7 @@
 import Foundation
 import Loadable
 import LoadableCaching
+import LoadableCachingTestSupport
 import LoadableSyncer
 import LoadableTestSupport
 import LoadableTesting
