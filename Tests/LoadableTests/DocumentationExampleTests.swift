@@ -48,19 +48,14 @@ struct DesignExampleTests {
         #expect(photos.loadableState == .didFailToSync)
     }
 
-    @Test("README quick start")
+    @Test("README quick start: the shortest right way")
     func readmeQuickStart() async throws {
-        // --- README: Quick start ---
-        final class GreetingLoadable: Loadable<String> {
-            override func doSync() {
-                Task {
-                    // Pretend to call a server.
-                    setDidSyncSuccessfully("Hello, Loadable")
-                }
-            }
+        struct GreetingAPI {
+            func greeting() async throws -> String { "Hello, Loadable" }
         }
-
-        let greeting = GreetingLoadable()
+        let api = GreetingAPI()
+        // --- README: Quick start ---
+        let greeting = AsyncLoadable { try await api.greeting() }
         let observation = greeting.observe { greeting in
             print("\(greeting.loadableState): \(greeting.contents ?? "-")")
         }
@@ -69,5 +64,21 @@ struct DesignExampleTests {
         // --- end ---
         #expect(text == "Hello, Loadable")
         observation.cancel()
+    }
+
+    @Test("README quick start: the subclass of MMMLoadable's migrants")
+    func readmeQuickStartSubclass() async throws {
+        // --- README: Quick start, subclass ---
+        final class GreetingLoadable: Loadable<String> {
+            override func doSync() {
+                Task {
+                    // Pretend to call a server.
+                    setDidSyncSuccessfully("Hello, Loadable")
+                }
+            }
+        }
+        // --- end ---
+        let greeting = GreetingLoadable()
+        #expect(try await greeting.syncedContents() == "Hello, Loadable")
     }
 }
