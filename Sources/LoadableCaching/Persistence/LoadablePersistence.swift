@@ -170,6 +170,24 @@ public final class LoadablePersistence {
         core?.unsubscribe(self)
     }
 
+    /// Removes the loadable's entry from the cache (a logout), after the work asked of the cache
+    /// before; the loadable keeps its contents. Until ``stop()``, the next change of the contents
+    /// is saved again, so stop first to keep the entry gone. A failure to remove it goes to
+    /// ``onError``.
+    public func removeAll() {
+        let cache = cache
+        let key = key
+        CacheQueue.enqueue(in: cache, key: key) { [weak self] in
+            do {
+                try await cache.remove(key: key)
+                return nil
+            } catch {
+                let failure = LoadableCacheError(error, in: .remove, key: key)
+                return { [weak self] in self?.report(failure) }
+            }
+        }
+    }
+
     /// Waits until the restore and every save asked of the cache so far are done (through any
     /// persistence that shares the cache object). A save that failed is done too (``onError`` was
     /// told of it).

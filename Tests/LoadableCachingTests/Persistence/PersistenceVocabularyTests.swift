@@ -80,6 +80,27 @@ struct PersistenceVocabularyTests {
         #expect(errors.first?.contains("post-1") == true)
     }
 
+    @Test("a persistence's removeAll() removes its entry after the saves before it; the contents stay")
+    func persistenceRemoveAll() async {
+        let cache = InMemoryLoadableCache()
+        let loadable = PersistedLoadable<Int>()
+        let persistence = loadable.persist(in: cache, key: "k")
+        loadable.setContents(3)
+        persistence.removeAll()
+        await persistence.saved()
+        #expect(await cache.load(key: "k") == nil)
+        #expect(loadable.contents == 3)
+        // Still persisting until stopped: the next change is saved again.
+        loadable.setContents(4)
+        await persistence.saved()
+        #expect(persistedInt(await cache.load(key: "k")) == 4)
+        persistence.stop()
+        persistence.removeAll()
+        loadable.setContents(5)
+        await persistence.saved()
+        #expect(await cache.load(key: "k") == nil)
+    }
+
     @Test("the persistence's old flush() still waits for its saves")
     @available(*, deprecated)
     func persistenceFlushAlias() async {
