@@ -2,7 +2,7 @@ public import Observation
 
 /// A loadable that follows another one and shows its contents transformed.
 ///
-/// Made by ``ContentsLoadable/map(_:)``. Its state, error and availability are the source's; its
+/// Made by `map(_:)` on any ``ContentsLoadable``. Its state, error and availability are the source's; its
 /// contents are `transform(source.contents)`, computed when the source notifies with contents
 /// available that may have changed (and once at creation). It holds the source strongly.
 ///

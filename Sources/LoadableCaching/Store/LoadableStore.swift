@@ -249,12 +249,13 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     // MARK: - Entries
 
-    /// Stops the program when `make` leases the key it is making. Not inlinable: the check is
-    /// the package's (``makeEntry(for:)`` is inlined into the app).
+    /// Stops the program: `make` leased the key it is making. Not inlinable, and called only on
+    /// that failure: ``makeEntry(for:)`` (inlined into the app) makes the check itself, so that
+    /// the common path stays specialized and looks up no generic metadata.
     @usableFromInline
-    func requireNotBeingMade(_ key: Key) {
+    func makeLeasedTheKeyItIsMaking(_ key: Key) {
         requireValid(
-            !keysBeingMade.contains(key),
+            false,
             "LoadableStore: make(\(key)) asked the store for \(key) itself; make must not lease the key it is making"
         )
     }
@@ -264,7 +265,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// for the app's types.
     @inlinable
     func makeEntry(for key: Key) -> Entry {
-        requireNotBeingMade(key)
+        if !keysBeingMade.isEmpty, keysBeingMade.contains(key) { makeLeasedTheKeyItIsMaking(key) }
         keysBeingMade.append(key)
         let value = make(key)
         keysBeingMade.removeLast()
