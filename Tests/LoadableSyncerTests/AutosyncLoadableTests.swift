@@ -13,6 +13,25 @@ final class CountingAutosync: AutosyncLoadable<Int> {
     }
 }
 
+/// A subclass that overrides the observer hooks without calling `super`.
+@MainActor
+private final class HookedAutosync: AutosyncLoadable<Int> {
+    var syncs = 0
+    var hooks: [String] = []
+
+    override func doSync() {
+        syncs += 1
+    }
+
+    override func didAddFirstObserver() {
+        hooks.append("first")
+    }
+
+    override func didRemoveLastObserver() {
+        hooks.append("last")
+    }
+}
+
 @MainActor
 @Suite struct AutosyncLoadableTests {
     let clock = ManualClock()
@@ -34,6 +53,21 @@ final class CountingAutosync: AutosyncLoadable<Int> {
             await clock.waitForSleepers()  // the next tick is armed
             #expect(clock.requestedSleeps == Array(repeating: .seconds(60), count: 4))
         }
+    }
+
+    @Test("Overriding the observer hooks without super leaves the timer running and stopping")
+    func hooksOverriddenWithoutSuper() async {
+        let loadable = HookedAutosync(autosyncInterval: .seconds(60), clock: clock)
+        await observing(loadable, { _ in }) {
+            #expect(loadable.isAutosyncing)
+            #expect(loadable.syncs == 1)
+            loadable.setDidSyncSuccessfully(1)
+            await clock.waitForSleepers()
+            await clock.advance(by: .seconds(60))
+            #expect(loadable.syncs == 2)
+        }
+        #expect(!loadable.isAutosyncing)
+        #expect(loadable.hooks == ["first", "last"])
     }
 
     @Test("A tick while a sync is running is skipped")

@@ -84,16 +84,4 @@ open class AutosyncLoadable<Contents>: Loadable<Contents> {
     public var isWaitingForNetwork: Bool {
         autosync?.isWaitingForNetwork ?? false
     }
-
-    /// Called after the first observer was added, once the refresh timer started (and synced if
-    /// needed). Call `super` when you override it.
-    open override func didAddFirstObserver() {
-        super.didAddFirstObserver()
-    }
-
-    /// Called after the last observer was removed, once the refresh timer stopped. Call `super`
-    /// when you override it.
-    open override func didRemoveLastObserver() {
-        super.didRemoveLastObserver()
-    }
 }
