@@ -158,6 +158,34 @@ func alternatingRuns(_ runs: Int, _ sides: [() async -> Sample]) async -> [[Samp
     return samples
 }
 
+/// `cycles` runs of `body` as one sample: their durations and allocations summed.
+///
+/// A scenario that compares a size with four times that size times the smaller one over as many
+/// cycles as make the same work: a run of a few milliseconds on a busy machine is preempted once
+/// or not at all, a lottery that a longer run averages out.
+@MainActor
+func cycles(_ cycles: Int, _ body: () -> Sample) -> Sample {
+    var total = Sample(duration: .zero, allocations: 0)
+    for _ in 0..<max(cycles, 1) {
+        let sample = body()
+        total.duration += sample.duration
+        total.allocations += sample.allocations
+    }
+    return total
+}
+
+/// ``cycles(_:_:)`` of an asynchronous `body`.
+@MainActor
+func cycles(_ cycles: Int, _ body: () async -> Sample) async -> Sample {
+    var total = Sample(duration: .zero, allocations: 0)
+    for _ in 0..<max(cycles, 1) {
+        let sample = await body()
+        total.duration += sample.duration
+        total.allocations += sample.allocations
+    }
+    return total
+}
+
 /// The median of several runs' figures, with the fastest and the slowest: what the group, waiter
 /// and sync cycle goals report, so that one run slowed (or spared) by the machine's load neither
 /// passes nor fails a goal.
@@ -179,9 +207,10 @@ struct Spread: Codable {
         runs = sorted.count
     }
 
-    /// The spread of the durations of `samples` in milliseconds.
-    init(milliseconds samples: [Sample]) {
-        self.init(samples.map { $0.duration.nanoseconds / 1e6 })
+    /// The spread of the durations of `samples` in milliseconds, each divided by `cycles` (see
+    /// ``cycles(_:_:)``).
+    init(milliseconds samples: [Sample], cycles: Int = 1) {
+        self.init(samples.map { $0.duration.nanoseconds / 1e6 / Double(max(cycles, 1)) })
     }
 
     /// The spread of the durations of `samples` in nanoseconds per each of `operations`.

@@ -10,9 +10,12 @@ import LoadableTesting
 /// the timing covers each task's start, its `wait()`, the resolution and each task's end.
 ///
 /// Every figure is the median of ``Settings/medianRuns`` runs, with its range, after one untimed
-/// round. The runs take turns: each round runs every form at every count, in reverse order every
-/// other round, so that a busy moment of the machine slows the counts alike. Each linearity goal
-/// is the ratio of two medians.
+/// round (when there are several). The runs take turns: each round runs every form at every count,
+/// in reverse order every other round, so that a busy moment of the machine slows the counts alike.
+/// A run of a count under the largest is that many cycles of waits one after the other, timed
+/// together, to as many waits in all (4 cycles of 10,000 against 1 of 40,000), and its figure is
+/// the time of one cycle (see ``cycles(_:_:)``): 10,000 callback waits take about 3 ms, which a
+/// busy machine preempts once or not at all. Each linearity goal is the ratio of two medians.
 @MainActor
 func runWaiters(_ settings: Settings, into report: inout Report) async {
     let forms: [(name: String, counts: [Int], run: @MainActor (Int) async -> Sample)] = [
@@ -22,17 +25,22 @@ func runWaiters(_ settings: Settings, into report: inout Report) async {
     ]
     var sides: [() async -> Sample] = []
     for form in forms {
-        for count in form.counts { sides.append { await form.run(count) } }
+        let largest = form.counts.max() ?? 0
+        for count in form.counts {
+            sides.append { await cycles(max(1, largest / count)) { await form.run(count) } }
+        }
     }
-    // One untimed round first: the first runs grow the heap and fault its pages in.
-    _ = await alternatingRuns(1, sides)
+    // One untimed round first: the first runs grow the heap and fault its pages in. (Not for a
+    // single run: that is for profilers, which count instructions.)
+    if settings.medianRuns > 1 { _ = await alternatingRuns(1, sides) }
     let samples = await alternatingRuns(settings.medianRuns, sides)
 
     var spreads: [String: [Int: Spread]] = [:]
     var side = 0
     for form in forms {
         for count in form.counts {
-            let spread = Spread(milliseconds: samples[side])
+            let cycleCount = max(1, (form.counts.max() ?? 0) / count)
+            let spread = Spread(milliseconds: samples[side], cycles: cycleCount)
             spreads[form.name, default: [:]][count] = spread
             let what =
                 switch form.name {
@@ -43,7 +51,7 @@ func runWaiters(_ settings: Settings, into report: inout Report) async {
             report.add(
                 Row(
                     scenario: "waiters: \(count.formatted) \(what)", value: spread.median, unit: "ms",
-                    allocationsPerOperation: median(samples[side]).allocations(per: count)))
+                    allocationsPerOperation: median(samples[side]).allocations(per: count * cycleCount)))
             side += 1
         }
     }
