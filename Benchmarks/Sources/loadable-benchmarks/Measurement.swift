@@ -131,3 +131,116 @@ func interleavedRounds(
     }
     return samples
 }
+
+/// Runs each of `sides` `runs` times, taking turns: every round runs each side once, in the given
+/// order, and the next round in the reverse order, so that a busy moment of the machine slows each
+/// side alike and no side always follows the same other one.
+///
+/// - Returns: For each side, in order, its sample of each round.
+@MainActor
+func alternatingRuns(_ runs: Int, _ sides: [() -> Sample]) -> [[Sample]] {
+    var samples = Array(repeating: [Sample](), count: sides.count)
+    for round in 0..<max(runs, 1) {
+        let order = round.isMultiple(of: 2) ? Array(sides.indices) : sides.indices.reversed()
+        for side in order { samples[side].append(sides[side]()) }
+    }
+    return samples
+}
+
+/// ``alternatingRuns(_:_:)`` for asynchronous sides.
+@MainActor
+func alternatingRuns(_ runs: Int, _ sides: [() async -> Sample]) async -> [[Sample]] {
+    var samples = Array(repeating: [Sample](), count: sides.count)
+    for round in 0..<max(runs, 1) {
+        let order = round.isMultiple(of: 2) ? Array(sides.indices) : sides.indices.reversed()
+        for side in order { samples[side].append(await sides[side]()) }
+    }
+    return samples
+}
+
+/// `cycles` runs of `body` as one sample: their durations and allocations summed.
+///
+/// A scenario that compares a size with four times that size times the smaller one over as many
+/// cycles as make the same work: a run of a few milliseconds on a busy machine is preempted once
+/// or not at all, a lottery that a longer run averages out.
+@MainActor
+func cycles(_ cycles: Int, _ body: () -> Sample) -> Sample {
+    var total = Sample(duration: .zero, allocations: 0)
+    for _ in 0..<max(cycles, 1) {
+        let sample = body()
+        total.duration += sample.duration
+        total.allocations += sample.allocations
+    }
+    return total
+}
+
+/// ``cycles(_:_:)`` of an asynchronous `body`.
+@MainActor
+func cycles(_ cycles: Int, _ body: () async -> Sample) async -> Sample {
+    var total = Sample(duration: .zero, allocations: 0)
+    for _ in 0..<max(cycles, 1) {
+        let sample = await body()
+        total.duration += sample.duration
+        total.allocations += sample.allocations
+    }
+    return total
+}
+
+/// The median of several runs' figures, with the fastest and the slowest: what the group, waiter
+/// and sync cycle goals report, so that one run slowed (or spared) by the machine's load neither
+/// passes nor fails a goal.
+struct Spread: Codable {
+    var median: Double
+    var minimum: Double
+    var maximum: Double
+    var runs: Int
+
+    /// The spread of `values` (at least one); the median of an even count is the mean of the middle
+    /// two.
+    init(_ values: [Double]) {
+        precondition(!values.isEmpty, "a spread of no runs")
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        median = sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+        minimum = sorted[0]
+        maximum = sorted[sorted.count - 1]
+        runs = sorted.count
+    }
+
+    /// The spread of the durations of `samples` in milliseconds, each divided by `cycles` (see
+    /// ``cycles(_:_:)``).
+    init(milliseconds samples: [Sample], cycles: Int = 1) {
+        self.init(samples.map { $0.duration.nanoseconds / 1e6 / Double(max(cycles, 1)) })
+    }
+
+    /// The spread of the durations of `samples` in nanoseconds per each of `operations`.
+    init(_ samples: [Sample], nanosecondsPer operations: Int) {
+        self.init(samples.map { $0.nanoseconds(per: operations) })
+    }
+
+    /// `12.3 ms (11.9–13.1)` for `format` `%.1f` and `unit` ` ms`: the median, then the range.
+    func formatted(_ format: String, _ unit: String = "") -> String {
+        let median = String(format: format, self.median)
+        guard runs > 1 else { return median + unit }
+        return median + unit + " (" + String(format: format, minimum) + "–" + String(format: format, maximum) + ")"
+    }
+}
+
+/// The machine's load average: the mean number of runnable tasks over the last 1, 5 and 15 minutes,
+/// from `getloadavg` (which reads `/proc/loadavg` on Linux). Read at the start and end of every
+/// scenario and printed with its goals, so that a figure measured on a busy machine says so.
+struct LoadAverage: Codable {
+    var oneMinute: Double
+    var fiveMinutes: Double
+    var fifteenMinutes: Double
+
+    /// The load average now; `nil` where the system does not tell.
+    static func now() -> LoadAverage? {
+        var values = [Double](repeating: 0, count: 3)
+        guard getloadavg(&values, 3) == 3 else { return nil }
+        return LoadAverage(oneMinute: values[0], fiveMinutes: values[1], fifteenMinutes: values[2])
+    }
+
+    /// `1.23 0.98 0.75`, as `/proc/loadavg` shows it.
+    var description: String { String(format: "%.2f %.2f %.2f", oneMinute, fiveMinutes, fifteenMinutes) }
+}

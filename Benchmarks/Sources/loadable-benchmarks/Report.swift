@@ -13,12 +13,21 @@ struct Row: Codable {
     var ratio: Double?
 }
 
-/// One of the issue's goals and whether it held in this run.
+/// One of the goals of `Docs/Performance.md` and whether it held in this run.
+///
+/// Every scenario adds its goals with ``Report/add(_:)-(Goal)``; the run ends by printing each as
+/// one line, `goal holds` or `goal missed`, with the machine's load average while its scenario ran.
 struct Goal: Codable {
     var name: String
     var target: String
+    /// The figure, and how it was found where that is not one run (`median of 5 runs`, its range).
     var measured: String
     var holds: Bool
+    /// The scenario that measured it (set by ``Report/endScenario()``).
+    var scenario: String?
+    /// The load average when that scenario started and when it ended.
+    var loadAtStart: LoadAverage?
+    var loadAtEnd: LoadAverage?
 }
 
 /// Everything one run measured.
@@ -29,6 +38,12 @@ struct Report: Codable {
     var quick: Bool
     var rows: [Row] = []
     var goals: [Goal] = []
+    /// The scenario running now, its load average at the start and the number of goals before it.
+    private var currentScenario: (name: String, load: LoadAverage?, firstGoal: Int, start: ContinuousClock.Instant)?
+
+    private enum CodingKeys: String, CodingKey {
+        case date, cores, command, quick, rows, goals
+    }
 
     init(quick: Bool) {
         let formatter = ISO8601DateFormatter()
@@ -47,9 +62,35 @@ struct Report: Codable {
         fflush(nil)
     }
 
-    /// Adds `goal`.
+    /// Adds `goal`, printed with the others at the end of the run.
     mutating func add(_ goal: Goal) {
         goals.append(goal)
+    }
+
+    /// Notes that the scenario `name` starts: prints its name and the load average.
+    mutating func beginScenario(_ name: String) {
+        let load = LoadAverage.now()
+        currentScenario = (name, load, goals.count, ContinuousClock.now)
+        print("-- \(name): load average \(load?.description ?? "unknown")")
+        fflush(nil)
+    }
+
+    /// Notes that the scenario begun last ended: its goals get its name and the load average at its
+    /// start and now.
+    mutating func endScenario() {
+        guard let scenario = currentScenario else { return }
+        currentScenario = nil
+        let load = LoadAverage.now()
+        for index in scenario.firstGoal..<goals.count {
+            goals[index].scenario = scenario.name
+            goals[index].loadAtStart = scenario.load
+            goals[index].loadAtEnd = load
+        }
+        let seconds = (ContinuousClock.now - scenario.start).nanoseconds / 1e9
+        print(
+            "-- \(scenario.name) took \(String(format: "%.1f", seconds)) s: load average \(load?.description ?? "unknown")"
+        )
+        fflush(nil)
     }
 
     static let header =
@@ -78,14 +119,27 @@ struct Report: Codable {
         return right ? padding + text : text + padding
     }
 
-    /// Prints the goals with their verdicts.
+    /// The line that reports `goal`: `goal holds` or `goal missed`, the goal, its target, the
+    /// figure and the 1-minute load average at the start and end of its scenario.
+    static func line(_ goal: Goal) -> String {
+        var line =
+            (goal.holds ? "goal holds  " : "goal missed ")
+            + "\(goal.name): target \(goal.target), measured \(goal.measured)"
+        if let start = goal.loadAtStart, let end = goal.loadAtEnd {
+            line += String(format: "; load %.2f → %.2f", start.oneMinute, end.oneMinute)
+        }
+        return line
+    }
+
+    /// Prints every goal, one line each, with its verdict.
     func printGoals() {
         print("")
-        print("Goals (\(cores) cores, release build):")
-        for goal in goals {
-            let verdict = goal.holds ? "holds" : "MISSED"
-            print("  [\(verdict)] \(goal.name): target \(goal.target), measured \(goal.measured)")
-        }
+        let missed = goals.filter { !$0.holds }.count
+        print(
+            "Goals (\(cores) cores, release build; load: the 1-minute load average at the start → end of the goal's scenario):"
+        )
+        for goal in goals { print("  " + Self.line(goal)) }
+        print("\(goals.count) goals: \(goals.count - missed) hold, \(missed) missed")
     }
 
     /// Writes the report as JSON to `path`.

@@ -99,14 +99,17 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
 
     // MARK: - Syncs the group started
 
+    // Unchecked, as the entries of `PureLoadableGroup`: every access to these two is
+    // instantaneous, on the main actor, and runs no other code (members are asked to sync or
+    // cancel only outside them).
     /// Whether the running sync of the member at each index was started by this group (see
     /// ``forEachSyncableMember(_:)``): the only member syncs ``cancelSync()`` may cancel. Made by
     /// the first sync the group starts after ``PureLoadableGroup/members`` was set; an entry is
     /// cleared when its member stops syncing.
-    private var isSyncStartedByGroup: [Bool] = []
+    @exclusivity(unchecked) private var isSyncStartedByGroup: [Bool] = []
 
     /// The number of `true` entries of ``isSyncStartedByGroup``.
-    private var startedSyncCount = 0
+    @exclusivity(unchecked) private var startedSyncCount = 0
 
     override func membersWereReassigned() {
         isSyncStartedByGroup = []
@@ -130,6 +133,8 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
         let members: [any SyncableLoadable]
         let indices: [Int]
         let generation: Int
+        /// Whether any member may be a group (see ``PureLoadableGroup/hasNestedGroups``).
+        let hasNestedGroups: Bool
         var next = 0
         /// The nested group being walked for the member at this index, and whether that member
         /// was syncing before.
@@ -141,6 +146,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
             members = group.syncableMembers
             indices = group.syncableIndices
             generation = group.generation
+            hasNestedGroups = group.hasNestedGroups
         }
     }
 
@@ -172,7 +178,7 @@ open class LoadableGroup: PureLoadableGroup, SyncableLoadable {
             walk.next += 1
             // (Entries are read only while the walk's members are still the group's.)
             let wasSyncing = walk.generation == walk.group.generation && walk.group.memberState(at: index) == .syncing
-            if let nested = member as? LoadableGroup {
+            if walk.hasNestedGroups, let nested = member as? LoadableGroup {
                 walk.nested = (index, wasSyncing)
                 enclosing.append(walk)
                 walk = Walk(nested)
