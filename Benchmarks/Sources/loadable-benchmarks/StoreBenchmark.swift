@@ -174,6 +174,8 @@ private struct ExpiryRun {
 @MainActor
 private func runStoreExpiry(_ settings: Settings, into report: inout Report) async {
     var milliseconds: [Int: Double] = [:]
+    /// The loadables alone (made, leased, released and freed without a store), per count.
+    var aloneMillisecondsByCount: [Int: Double] = [:]
     // The smallest count is also run on a store whose `count` a view read once.
     let readCount = settings.storeExpiryCounts.first
     for count in settings.storeExpiryCounts {
@@ -193,6 +195,7 @@ private func runStoreExpiry(_ settings: Settings, into report: inout Report) asy
         let total = fastest.total.duration.nanoseconds / 1e6
         let aloneMilliseconds = alone.duration.nanoseconds / 1e6
         milliseconds[count] = total
+        aloneMillisecondsByCount[count] = aloneMilliseconds
         report.add(
             Row(
                 scenario: "store: \(count.formatted) keys lease+release+expire", value: total, unit: "ms",
@@ -222,6 +225,15 @@ private func runStoreExpiry(_ settings: Settings, into report: inout Report) asy
                         measured: String(
                             format: "%.1f ms (%.2fx never read)", readMilliseconds, readMilliseconds / total),
                         holds: readMilliseconds <= 150))
+                let ratio = readMilliseconds / aloneMilliseconds
+                report.add(
+                    Goal(
+                        name:
+                            "store: 100,000 keys, count read once, vs the same loadables made and dropped without a store",
+                        target: "<= 1.3x",
+                        measured: String(
+                            format: "%.2fx (%.1f ms vs %.1f ms)", ratio, readMilliseconds, aloneMilliseconds),
+                        holds: ratio <= 1.3))
             }
         }
     }
@@ -238,6 +250,15 @@ private func runStoreExpiry(_ settings: Settings, into report: inout Report) asy
             Goal(
                 name: "store: 100,000 keys leased, released and expired", target: "<= 150 ms",
                 measured: String(format: "%.1f ms", time), holds: time <= 150))
+        if let alone = aloneMillisecondsByCount[100_000] {
+            let ratio = time / alone
+            report.add(
+                Goal(
+                    name: "store: 100,000 keys leased, released and expired vs the same loadables without a store",
+                    target: "<= 1.3x",
+                    measured: String(format: "%.2fx (%.1f ms vs %.1f ms)", ratio, time, alone),
+                    holds: ratio <= 1.3))
+        }
         if let large = milliseconds[400_000] {
             let ratio = large / time
             report.add(

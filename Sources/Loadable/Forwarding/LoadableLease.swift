@@ -1,24 +1,41 @@
 public import Observation
 
-/// Ends a lease's use of `loadable`, counted by `tracker` when there is one; for a lease's
-/// `deinit`, through ``endLeaseUseOnMainActor``.
+/// Ends a lease's use counted by `tracker` (a store's entry); for a lease's `deinit`, through
+/// ``leaseEndsOnMainActor``.
 @MainActor
-private func endLeaseUse(_ loadable: any SyncableLoadable, _ tracker: (any LoadableLeaseTracker)?) {
-    if let tracker {
-        tracker.leaseDidEnd()
-    } else {
-        loadable.endUseIfCounted()
-    }
+private func endTrackedLeaseUse(_ tracker: any LoadableLeaseTracker) {
+    tracker.leaseDidEnd()
 }
 
-/// ``endLeaseUse(_:_:)`` as a function of no isolation, for a lease's `deinit` that has checked
-/// that it runs on the main queue (the main actor): what `MainActor.assumeIsolated` does after
-/// its check, without its closure, which is boxed (an allocation and a runtime check for every
-/// lease let go rather than released). The two function types have the same layout: a global
-/// actor changes where a function may be called, not how.
-private nonisolated(unsafe) let endLeaseUseOnMainActor = unsafeBitCast(
-    endLeaseUse as @MainActor (any SyncableLoadable, (any LoadableLeaseTracker)?) -> Void,
-    to: ((any SyncableLoadable, (any LoadableLeaseTracker)?) -> Void).self
+/// Ends a lease's use of `loadable`, counted by the loadable itself; for a lease's `deinit`,
+/// through ``leaseEndsOnMainActor``.
+@MainActor
+private func endLeaseUse(_ loadable: any SyncableLoadable) {
+    loadable.endUseIfCounted()
+}
+
+/// The two functions above.
+private struct MainActorLeaseEnds {
+    let tracked: @MainActor (any LoadableLeaseTracker) -> Void
+    let untracked: @MainActor (any SyncableLoadable) -> Void
+}
+
+/// ``MainActorLeaseEnds`` without the isolation: the same layout.
+private struct NonisolatedLeaseEnds {
+    let tracked: (any LoadableLeaseTracker) -> Void
+    let untracked: (any SyncableLoadable) -> Void
+}
+
+/// ``endTrackedLeaseUse(_:)`` and ``endLeaseUse(_:)`` as functions of no isolation, for a lease's
+/// `deinit` that has checked that it runs on the main queue (the main actor): what
+/// `MainActor.assumeIsolated` does after its check, without its closure, which is boxed (an
+/// allocation and a runtime check for every lease let go rather than released). A global actor
+/// changes where a function may be called, not how, so the two structs have the same layout; the
+/// functions are cast inside structs because a function value cast on its own is wrapped in two
+/// conversion thunks, one on each side of the generic cast.
+private nonisolated(unsafe) let leaseEndsOnMainActor = unsafeBitCast(
+    MainActorLeaseEnds(tracked: endTrackedLeaseUse, untracked: endLeaseUse),
+    to: NonisolatedLeaseEnds.self
 )
 
 /// A use of a loadable that is itself a loadable: while the lease lives, its ``loadable`` is in
@@ -121,7 +138,11 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
         // not, a trip through the runtime, and needs macOS 15.4 or iOS 18.4.)
         guard isLive else { return }
         if isRunningOnMainQueue() {
-            endLeaseUseOnMainActor(storedLoadable.value, tracker.value)
+            if let tracker = tracker.value {
+                leaseEndsOnMainActor.tracked(tracker)
+            } else {
+                leaseEndsOnMainActor.untracked(storedLoadable.value)
+            }
         } else {
             let loadable = storedLoadable
             let tracker = tracker

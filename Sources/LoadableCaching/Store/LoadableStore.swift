@@ -49,7 +49,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// How many entries without leases are kept at most; `nil`: no limit.
     public let maxRetained: Int?
 
-    private let retentionNanoseconds: Int64
+    /// ``retention``, at most `Int64.max` nanoseconds (292 years: "never"), so that an expiry
+    /// time cannot overflow.
+    private let retentionBound: Duration
     private let clock: ElapsedClock
     @usableFromInline let make: @MainActor (Key) -> Value
     // Inlinable (with `lease(_:)`), so that the lookup of a live key is specialized for the app's
@@ -63,22 +65,22 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// The one timer of the store: armed for the expiry of the head of ``retained``.
     private var timer = ClockTimer()
     /// When the armed timer fires, on the store's clock; `nil` when not armed.
-    @exclusivity(unchecked) private var timerDeadline: Int64?
+    @exclusivity(unchecked) private var timerDeadline: Duration?
     /// The keys whose `make` is running, innermost last.
     @exclusivity(unchecked) @usableFromInline var keysBeingMade: [Key] = []
     /// Removes a key from ``entries``; see ``makeEntry(for:)``.
-    @exclusivity(unchecked) @usableFromInline var removeFromDictionary: (@MainActor (Key) -> Void)?
+    @exclusivity(unchecked) @usableFromInline var removeFromDictionary: (@MainActor (LoadableStore, Key) -> Void)?
     /// Loadables of the app's own types held by entries (the package's types are marked in their
     /// core instead), for the check that an entry owns its loadable.
     @exclusivity(unchecked) private var ownTypeValues: Set<ObjectIdentifier> = []
     /// Subscribed to every entry's loadable: counts syncing entries, and marks the loadable as an
     /// entry of a store.
-    private var membership: StoreMembership?
+    @exclusivity(unchecked) private var membership: StoreMembership?
     @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
     @exclusivity(unchecked) private var observation: ObservationState?
     /// How entries are persisted, for a store made with a cache.
-    private var persistence: StorePersistence<Key, Value>?
+    @exclusivity(unchecked) private var persistence: StorePersistence<Key, Value>?
 
     /// Creates an empty store.
     ///
@@ -106,7 +108,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         )
         self.retention = retention
         self.maxRetained = maxRetained
-        retentionNanoseconds = LoadableTime.nanoseconds(retention)
+        retentionBound = LoadableTime.duration(LoadableTime.nanoseconds(retention))
         self.clock = ElapsedClock(clock)
         self.make = make
         membership = StoreMembership { [weak self] delta in self?.syncingCountDidChange(by: delta) }
@@ -276,8 +278,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         entries[key] = entry
         if removeFromDictionary == nil {
             // Made here, in code specialized for the app's key type, so that the removals made by
-            // the store's own code (unspecialized: a release, the timer) are specialized too.
-            removeFromDictionary = { [weak self] key in self?.entries[key] = nil }
+            // the store's own code (unspecialized: a release, the timer) are specialized too. The
+            // store is passed, not captured: no context, and no retain of the store per call.
+            removeFromDictionary = { store, key in store.entries[key] = nil }
         }
         didAddEntry(entry)
         return entry
@@ -287,12 +290,12 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     @usableFromInline
     func adopt(_ entry: Entry) {
         let key = entry.key
-        if let owner = entry.owner {
+        if let core = entry.core {
             requireValid(
-                !owner.core.hasSubscriber(ofType: StoreMembership.self),
+                !core.hasSubscriber(ofType: StoreMembership.self),
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
             )
-            if let membership { owner.core.subscribe(membership) }
+            if let membership { core.subscribe(membership) }
             persistence?.persist(entry.value, key: key)
         } else {
             requireValid(
@@ -308,16 +311,16 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         ordered.append(entry)
         didChangeCount()
         // The core's state, which the syncing watcher follows (`isSyncing` may read another's).
-        if let owner = entry.owner, owner.core.state == .syncing { syncingCountDidChange(by: 1) }
+        if let core = entry.core, core.state == .syncing { syncingCountDidChange(by: 1) }
     }
 
     /// The last lease of an attached entry ended: retain it, or drop it when nothing may be kept.
     func entryIsUnused(_ entry: Entry) {
-        guard retentionNanoseconds > 0, maxRetained != 0 else {
+        guard retentionBound > .zero, maxRetained != 0 else {
             drop(entry)
             return
         }
-        entry.expiresAt = LoadableTime.adding(retentionNanoseconds, to: now)
+        entry.expiresAt = now + retentionBound
         retained.append(entry)
         if let maxRetained, retained.count > maxRetained, let head = retainedHead {
             drop(head)
@@ -336,7 +339,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         retained.remove(entry)
         willChangeCount()
         ordered.remove(entry)
-        if let removeFromDictionary { removeFromDictionary(entry.key) } else { entries[entry.key] = nil }
+        if let removeFromDictionary { removeFromDictionary(self, entry.key) } else { entries[entry.key] = nil }
         didChangeCount()
         detach(entry)
         if entry.isSyncing { entry.value.cancelSync() }
@@ -346,11 +349,11 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// may be an entry elsewhere.
     private func detach(_ entry: Entry) {
         entry.store = nil
-        if let owner = entry.owner {
-            if owner.core.state == .syncing { syncingCountDidChange(by: -1) }
-            if let membership { owner.core.unsubscribe(membership) }
+        if let core = entry.core {
+            if core.state == .syncing { syncingCountDidChange(by: -1) }
+            if let membership { core.unsubscribe(membership) }
             // A loadable is persisted while it is an entry (saves asked for before still run).
-            if persistence != nil { owner.core.subscriber(LoadablePersistence.self)?.stop() }
+            if persistence != nil { core.subscriber(LoadablePersistence.self)?.stop() }
         } else {
             ownTypeValues.remove(ObjectIdentifier(entry.value))
         }
@@ -364,8 +367,9 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     // MARK: - Expiry
 
-    /// The time on the store's clock, in nanoseconds from the store's creation.
-    private var now: Int64 { LoadableTime.nanoseconds(clock.elapsed) }
+    /// The time on the store's clock, from the store's creation. (A `Duration`, not nanoseconds:
+    /// the conversion would cost a release as much as its list work.)
+    private var now: Duration { clock.elapsed }
 
     /// Arms the timer for the head of the retained list, unless it is armed for that time or
     /// earlier (an early wake drops nothing and arms again).
@@ -373,7 +377,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         guard let head = retained.head else { return }
         if let timerDeadline, timerDeadline <= head.expiresAt { return }
         timerDeadline = head.expiresAt
-        let delay = LoadableTime.duration(head.expiresAt - now)
+        let delay = head.expiresAt - now
         timer.arm(after: delay, on: clock) { [weak self] generation in
             self?.timerFired(generation)
         }
@@ -383,12 +387,33 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         guard timer.fired(generation) else { return }
         timerDeadline = nil
         let now = now
-        // Each drop may run code (a cancelled sync notifies) that leases or releases entries:
-        // read the head again every time.
+        // Dropping a syncing entry runs code (its cancelled sync notifies) that may lease or
+        // release entries: read the head again after each. The entries before the next syncing
+        // one leave together.
         while let head = retainedHead, head.expiresAt <= now {
-            drop(head)
+            if head.isSyncing {
+                drop(head)
+            } else {
+                dropExpiredEntries(until: now)
+            }
         }
         armTimer()
+    }
+
+    /// Drops the expired entries at the head of the retained list that are not syncing, up to
+    /// the first one that is: nothing of the app's runs while they leave (no sync is cancelled),
+    /// so they leave in one change of ``count``. Each leaves the lists, the dictionary and its
+    /// loadable before the next is read, so that its memory is read once while it is in the cache.
+    private func dropExpiredEntries(until now: Duration) {
+        // Told first: an observer told at once may lease an entry, which then stays.
+        willChangeCount()
+        while let head = retainedHead, head.expiresAt <= now, !head.isSyncing {
+            retained.remove(head)
+            ordered.remove(head)
+            if let removeFromDictionary { removeFromDictionary(self, head.key) } else { entries[head.key] = nil }
+            detach(head)
+        }
+        didChangeCount()
     }
 
     // MARK: - Observation
@@ -566,7 +591,7 @@ extension LoadableStore {
             entry.value.setContents(contents)
             return
         }
-        guard retentionNanoseconds > 0, maxRetained != 0 else { return }
+        guard retentionBound > .zero, maxRetained != 0 else { return }
         let entry = makeEntry(for: key)
         entry.value.setContents(contents)
         // `setContents` notifies: an observer may have leased the new entry meanwhile.

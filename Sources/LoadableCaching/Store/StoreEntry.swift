@@ -9,11 +9,13 @@ package import Loadable
 @MainActor
 @usableFromInline
 final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: StoreEntryNode, LoadableLeaseTracker {
-    let key: Key
+    @usableFromInline let key: Key
     @usableFromInline let value: Value
     /// The loadable as one of the package's (it counts uses and reports syncing through its
     /// core); `nil` for a type of the app's own.
     let owner: (any LoadableCoreOwner)?
+    /// The owner's core, read once (the store reads it at every step of the entry's life).
+    let core: LoadableCore?
     /// The store, while the entry is in it; `nil` once it left (expired, removed, dropped).
     @exclusivity(unchecked) weak var store: LoadableStore<Key, Value>?
     /// Live leases.
@@ -24,7 +26,9 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Store
     init(key: Key, value: Value, store: LoadableStore<Key, Value>) {
         self.key = key
         self.value = value
-        owner = value.loadableCapabilities.owner
+        let owner = value.loadableCapabilities.owner
+        self.owner = owner
+        core = owner?.core
         self.store = store
         super.init()
     }
@@ -64,8 +68,8 @@ class StoreEntryNode {
     @exclusivity(unchecked) final var orderLinks = EntryLinks()
     /// The entry's place in its store's list of retained entries, while it is retained.
     @exclusivity(unchecked) final var retainedLinks = EntryLinks()
-    /// When a retained entry expires, in nanoseconds on the store's clock.
-    @exclusivity(unchecked) final var expiresAt: Int64 = 0
+    /// When a retained entry expires, on the store's clock.
+    @exclusivity(unchecked) final var expiresAt: Duration = .zero
 
     /// Whether the entry is in its store (its store may be gone while this is still `true`).
     final var isInStore: Bool { orderLinks.isLinked }
