@@ -71,8 +71,19 @@ import LoadableSupport
 /// system frees when the process exits or dies (SQLite has no lock that does). The folder stays
 /// when a damaged file is moved aside, and lock files stay when released.
 ///
-/// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
-/// one transaction: their entries stay, unpinned.
+/// **Removed scopes.** The `removeAll()` of a ``LoadableCache/scoped(_:)`` view of more than
+/// 1,000 entries (``removeEntries(keyPrefix:)``) marks the scope's key range removed, in one short
+/// transaction, and returns: every load, touch and update, through any object or process on the
+/// file, finds its entries absent from then on, and an entry saved under the scope afterwards is
+/// kept. The object that marked it then deletes the rows in batches of 1,000, each one
+/// transaction, from a task of its own whose batches run on the actor between the other calls
+/// (no timer). Until a batch deletes them, the removed rows' bytes count toward ``maxBytes``: a
+/// save that needs room deletes removed rows first, and evicts no entry while they last. A kill
+/// between the mark and the last batch leaves the mark in the file: the next object opened on it,
+/// in this process or another, still finds the scope removed and finishes the batches.
+///
+/// **Files of earlier releases** (format 1, without pins; format 2, without removed scopes) are
+/// migrated in place when opened, in one transaction: their entries stay, in their order.
 public actor SQLiteLoadableCache: LoadableCache {
     /// The database file's URL, as given.
     public nonisolated let path: URL
@@ -246,11 +257,17 @@ public actor SQLiteLoadableCache: LoadableCache {
     }
 
     /// Removes every entry whose key starts with `prefix` (as Swift compares strings), pinned ones
-    /// too, in one transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's
+    /// too, in one transaction over the keys' range (`key >= prefix AND key < prefix's
     /// successor`, on the NFC forms' UTF-8), which keeps the rare keys whose next character joins
     /// the prefix's last one (a combining accent, or any but a control character after a prefix
     /// that ends with a "Prepend" character such as U+0600), as Swift's `hasPrefix` does; an
     /// empty prefix removes every entry.
+    ///
+    /// A range of up to 1,000 rows is deleted in that transaction. A larger one is marked removed
+    /// instead (a row in the database), and its rows are deleted afterwards by this object, in
+    /// batches of 1,000 rows, one transaction each, between the calls made of it (see "Removed
+    /// scopes" above): from the moment this returns, the entries are absent from every object and
+    /// process on the file, and an entry saved under the prefix afterwards is kept.
     ///
     /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
     /// resolves to it rather than to the protocol's default.
