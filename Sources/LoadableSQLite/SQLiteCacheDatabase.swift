@@ -42,7 +42,7 @@ internal import LoadableCaching
 /// at once: it inserts one row in `removed_ranges` per range of its keys (one, unless keys whose
 /// next character joins the prefix's last one split it), with `used_before` the next `used`, in
 /// one short transaction. A row in a range whose `used` is smaller than the mark's is removed:
-/// every read, touch and list skips it (``hidden(key:)``), and the next `used` is larger than
+/// every read, touch and list skips it (`isRemoved`), and the next `used` is larger than
 /// every mark's, so a save, touch or load after the mark is never hidden by it. Batches of
 /// ``removeNextBatch(rows:)`` then delete the removed rows, a bounded number per transaction,
 /// moving the mark's `start_key` past what they deleted and dropping the mark when its range is

@@ -71,7 +71,7 @@ import LoadableSupport
 /// system frees when the process exits or dies (SQLite has no lock that does). The folder stays
 /// when a damaged file is moved aside, and lock files stay when released.
 ///
-/// **Removed scopes.** The `removeAll()` of a ``LoadableCache/scoped(_:)`` view of more than
+/// **Removed scopes.** The `removeAll()` of a `scoped(_:)` view of more than
 /// 1,000 entries (``removeEntries(keyPrefix:)``) marks the scope's key range removed, in one short
 /// transaction, and returns: every load, touch and update, through any object or process on the
 /// file, finds its entries absent from then on, and an entry saved under the scope afterwards is
