@@ -7,7 +7,7 @@ internal import LoadableCaching
 /// errors and moves an unusable file aside.
 ///
 /// **Schema (an on-disk format, kept across releases).** `PRAGMA application_id` is `0x4C444353`
-/// ("LDCS") and `user_version` is 2.
+/// ("LDCS") and `user_version` is 3.
 ///
 /// ```sql
 /// CREATE TABLE entries (
@@ -25,19 +25,40 @@ internal import LoadableCaching
 /// );
 /// CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
 /// CREATE TABLE usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+/// CREATE TABLE removed_ranges (
+///     start_key TEXT NOT NULL,        -- the first key of the range (included), NFC UTF-8
+///     end_key TEXT NOT NULL,          -- the end of the range (excluded); need not be UTF-8
+///     used_before INTEGER NOT NULL    -- the rows of the range whose used is smaller are removed
+/// );
 /// ```
 ///
-/// `usage.bytes` is the sum of `size` (pinned rows included), kept in the same transaction as
-/// every change, so that every connection to the file agrees on it without a scan. The index
-/// serves eviction (the unpinned rows by use: a range of it) and the next `used` (the larger of
-/// the last unpinned and the last pinned row: two seeks).
+/// `usage.bytes` is the sum of `size` of every row (pinned rows, and removed rows not deleted yet,
+/// included), kept in the same transaction as every change, so that every connection to the file
+/// agrees on it without a scan. The index serves eviction (the unpinned rows by use: a range of
+/// it) and the next `used` (the larger of the last unpinned and the last pinned row, and of the
+/// marks' `used_before`: three seeks).
+///
+/// **Removed ranges.** A scope's removal of more than ``directRemovalRows`` rows deletes nothing
+/// at once: it inserts one row in `removed_ranges` per range of its keys (one, unless keys whose
+/// next character joins the prefix's last one split it), with `used_before` the next `used`, in
+/// one short transaction. A row in a range whose `used` is smaller than the mark's is removed:
+/// every read, touch and list skips it (`isRemoved`), and the next `used` is larger than
+/// every mark's, so a save, touch or load after the mark is never hidden by it. Batches of
+/// ``removeNextBatch(rows:)`` then delete the removed rows, a bounded number per transaction,
+/// moving the mark's `start_key` past what they deleted and dropping the mark when its range is
+/// done; the bytes go from `usage` as they are deleted. A save that needs room under a limit
+/// deletes removed rows first, before it evicts any entry.
 ///
 /// Format 1 (the first release) had no `pinned` column and its index was
-/// `entries_by_use ON entries (used)`; opening such a file migrates it in place, in one
-/// transaction (see ``migrate(_:)``).
+/// `entries_by_use ON entries (used)`; format 2 had no `removed_ranges`. Opening such a file
+/// migrates it in place, in one transaction (see ``migrate(_:from:)``).
 final class SQLiteCacheDatabase {
     static let applicationID: Int32 = 0x4C44_4353
-    static let formatVersion = 2
+    static let formatVersion = 3
+
+    /// A scope's removal of up to this many rows deletes them at once, in its transaction; a
+    /// larger one marks its ranges removed and leaves the rows to batches.
+    static let directRemovalRows = 1_000
 
     private let connection: SQLiteConnection
     private let begin: SQLiteStatement
@@ -55,16 +76,36 @@ final class SQLiteCacheDatabase {
     private let leastRecent: SQLiteStatement
     private let deleteRow: SQLiteStatement
     private let deleteRange: SQLiteStatement
-    private let deleteAfter: SQLiteStatement
-    private let joinedAfterPrefix: SQLiteStatement
+    private let keysOfRange: SQLiteStatement
     private let deleteEverything: SQLiteStatement
+    private let deleteMarks: SQLiteStatement
+    private let readNextUse: SQLiteStatement
     private let deleteSavedBefore: SQLiteStatement
+    private let hiddenRemoved: SQLiteStatement
+    private let countRange: SQLiteStatement
+    private let insertMark: SQLiteStatement
+    private let firstMark: SQLiteStatement
+    private let batchEnd: SQLiteStatement
+    private let deleteRemoved: SQLiteStatement
+    private let advanceMark: SQLiteStatement
+    private let dropMark: SQLiteStatement
+    private let anyMark: SQLiteStatement
+    private let dropMarksWithin: SQLiteStatement
 
     /// The `used` of a row loaded, saved or touched now: one more than the largest (the larger of
-    /// the last unpinned row's and the last pinned row's, each one seek in the index).
+    /// the last unpinned row's and the last pinned row's, each one seek in the index), and than
+    /// every mark's `used_before`, so that no mark hides it.
     private static let nextUse = """
         (SELECT max(coalesce((SELECT max(used) FROM entries WHERE pinned = 0), 0),
-                    coalesce((SELECT max(used) FROM entries WHERE pinned = 1), 0)) + 1)
+                    coalesce((SELECT max(used) FROM entries WHERE pinned = 1), 0),
+                    coalesce((SELECT max(used_before) FROM removed_ranges), 0)) + 1)
+        """
+
+    /// Whether the row of `entries` at hand (its `key` and `used`) is in a removed range: a
+    /// condition for a `WHERE` on `entries`. With no marks (the usual case), one look at an empty
+    /// table.
+    private static let isRemoved = """
+        EXISTS (SELECT 1 FROM removed_ranges WHERE key >= start_key AND key < end_key AND used < used_before)
         """
 
     /// Opens the database at `path`, creating the file and the schema if needed, and migrating a
@@ -103,15 +144,16 @@ final class SQLiteCacheDatabase {
         try connection.execute("PRAGMA synchronous = NORMAL")
         try connection.execute("PRAGMA journal_size_limit = 4194304")
         if tables == "0" || version < Self.formatVersion { try Self.setUpSchema(in: connection) }
+        try Self.checkMarks(in: connection)
         self.connection = connection
         begin = try connection.prepare("BEGIN IMMEDIATE")
         commit = try connection.prepare("COMMIT")
         rollback = try connection.prepare("ROLLBACK")
         select = try connection.prepare(
-            "SELECT data, saved_at, version, metadata, pinned FROM entries WHERE key = ?1")
+            "SELECT data, saved_at, version, metadata, pinned FROM entries WHERE key = ?1 AND NOT \(Self.isRemoved)")
         selectTouching = try connection.prepare(
             """
-            UPDATE entries SET used = \(Self.nextUse) WHERE key = ?1
+            UPDATE entries SET used = \(Self.nextUse) WHERE key = ?1 AND NOT \(Self.isRemoved)
             RETURNING data, saved_at, version, metadata, pinned
             """)
         sizeOfKey = try connection.prepare("SELECT size FROM entries WHERE key = ?1")
@@ -124,30 +166,52 @@ final class SQLiteCacheDatabase {
                 pinned = excluded.pinned, used = excluded.used
             """)
         metadataSizeOfKey = try connection.prepare(
-            "SELECT coalesce(length(CAST(metadata AS BLOB)), 0), size, pinned FROM entries WHERE key = ?1")
+            """
+            SELECT coalesce(length(CAST(metadata AS BLOB)), 0), size, pinned FROM entries
+            WHERE key = ?1 AND NOT \(Self.isRemoved)
+            """)
         touchKey = try connection.prepare(
             "UPDATE entries SET saved_at = ?2, metadata = ?3, size = size + ?4, used = \(Self.nextUse) WHERE key = ?1")
         readUsage = try connection.prepare("SELECT bytes FROM usage WHERE id = 0")
         addUsage = try connection.prepare("UPDATE usage SET bytes = bytes + ?1 WHERE id = 0 RETURNING bytes")
         deleteKey = try connection.prepare("DELETE FROM entries WHERE key = ?1 RETURNING size")
-        // The unpinned rows, least recently used first: a range of the index.
-        leastRecent = try connection.prepare("SELECT rowid, size FROM entries WHERE pinned = 0 ORDER BY used")
+        // The unpinned entries, least recently used first: a range of the index. (Removed rows
+        // are deleted before them, and passed over here: see `evict(excess:)`.)
+        leastRecent = try connection.prepare(
+            "SELECT rowid, size FROM entries WHERE pinned = 0 AND NOT \(Self.isRemoved) ORDER BY used")
         deleteRow = try connection.prepare("DELETE FROM entries WHERE rowid = ?1")
         deleteRange = try connection.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2 RETURNING size")
-        deleteAfter = try connection.prepare("DELETE FROM entries WHERE key > ?1 AND key < ?2 RETURNING size")
-        // Every key of the range (?4 = 1), or only those whose next byte is not ASCII or is a line
-        // feed (see `removeEntries(keyPrefix:)`).
-        joinedAfterPrefix = try connection.prepare(
-            """
-            SELECT CAST(key AS BLOB) FROM entries WHERE key >= ?1 AND key < ?2
-                AND (?4 OR substr(CAST(key AS BLOB), ?3, 1) >= x'80' OR substr(CAST(key AS BLOB), ?3, 1) = x'0a')
-            ORDER BY key
-            """)
+        keysOfRange = try connection.prepare(
+            "SELECT CAST(key AS BLOB) FROM entries WHERE key >= ?1 AND key < ?2 ORDER BY key")
         deleteEverything = try connection.prepare("DELETE FROM entries")
+        deleteMarks = try connection.prepare("DELETE FROM removed_ranges")
+        readNextUse = try connection.prepare("SELECT \(Self.nextUse)")
         // `+pinned`: a scan of the table, in its order, rather than of every unpinned row through
         // the index, out of the table's order.
         deleteSavedBefore = try connection.prepare(
             "DELETE FROM entries WHERE saved_at < ?1 AND +pinned = 0 RETURNING size")
+        // Removed rows not deleted yet, pinned or not, a mark's range after the other's.
+        hiddenRemoved = try connection.prepare(
+            """
+            SELECT entries.rowid, size FROM removed_ranges CROSS JOIN entries
+            WHERE key >= start_key AND key < end_key AND used < used_before
+            """)
+        countRange = try connection.prepare(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE key >= ?1 AND key < ?2 LIMIT ?3)")
+        insertMark = try connection.prepare(
+            "INSERT INTO removed_ranges (start_key, end_key, used_before) VALUES (?1, ?2, ?3)")
+        firstMark = try connection.prepare(
+            "SELECT rowid, start_key, end_key, used_before FROM removed_ranges ORDER BY rowid LIMIT 1")
+        // The key after the first ?3 keys of a range: where a batch stops (the index alone).
+        batchEnd = try connection.prepare(
+            "SELECT key FROM entries WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT 1 OFFSET ?3")
+        deleteRemoved = try connection.prepare(
+            "DELETE FROM entries WHERE key >= ?1 AND key < ?2 AND used < ?3 RETURNING size")
+        advanceMark = try connection.prepare("UPDATE removed_ranges SET start_key = ?2 WHERE rowid = ?1")
+        dropMark = try connection.prepare("DELETE FROM removed_ranges WHERE rowid = ?1")
+        anyMark = try connection.prepare("SELECT EXISTS (SELECT 1 FROM removed_ranges)")
+        dropMarksWithin = try connection.prepare(
+            "DELETE FROM removed_ranges WHERE start_key >= ?1 AND end_key <= ?2")
     }
 
     private static func laterFormat(_ version: Int) -> SQLiteFailure {
@@ -166,8 +230,8 @@ final class SQLiteCacheDatabase {
             let tables = try connection.text(of: "SELECT count(*) FROM sqlite_schema") ?? "0"
             if tables == "0" {
                 try createSchema(in: connection)
-            } else if version == 1 {
-                try migrate(connection)
+            } else if version == 1 || version == 2 {
+                try migrate(connection, from: version)
             } else if version > formatVersion {
                 throw laterFormat(version)
             }
@@ -195,22 +259,50 @@ final class SQLiteCacheDatabase {
             CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
             CREATE TABLE usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
             INSERT INTO usage (id, bytes) VALUES (0, 0);
+            \(Self.removedRangesSchema)
             PRAGMA application_id = \(Self.applicationID);
             PRAGMA user_version = \(Self.formatVersion);
             """)
     }
 
-    /// Migrates a file of format 1 to format 2, in the transaction of ``setUpSchema(in:)``: every
-    /// entry unpinned, the index by use replaced by the one by pin and use. Nothing else changes:
-    /// the entries, their sizes and the usage stay as they are.
-    private static func migrate(_ connection: SQLiteConnection) throws(SQLiteFailure) {
-        try connection.execute(
-            """
-            ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
-            DROP INDEX IF EXISTS entries_by_use;
-            CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
-            PRAGMA user_version = 2;
-            """)
+    /// The table of removed ranges (format 3).
+    private static let removedRangesSchema = """
+        CREATE TABLE removed_ranges (
+            start_key TEXT NOT NULL,
+            end_key TEXT NOT NULL,
+            used_before INTEGER NOT NULL
+        );
+        """
+
+    /// Migrates a file of format 1 or 2 to format 3, in the transaction of ``setUpSchema(in:)``.
+    /// From format 1: every entry unpinned, the index by use replaced by the one by pin and use.
+    /// From format 2: the table of removed ranges, empty. Nothing else changes: the entries, their
+    /// sizes, their order and the usage stay as they are.
+    private static func migrate(_ connection: SQLiteConnection, from version: Int) throws(SQLiteFailure) {
+        if version == 1 {
+            try connection.execute(
+                """
+                ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+                DROP INDEX IF EXISTS entries_by_use;
+                CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
+                """)
+        }
+        try connection.execute("\(removedRangesSchema) PRAGMA user_version = \(formatVersion);")
+    }
+
+    /// Throws `SQLITE_CORRUPT` when a row of `removed_ranges` is not a mark (a column of another
+    /// type): the rows it would hide or delete cannot be known.
+    private static func checkMarks(in connection: SQLiteConnection) throws(SQLiteFailure) {
+        let bad = try connection.text(
+            of: """
+                SELECT count(*) FROM removed_ranges WHERE typeof(start_key) != 'text'
+                    OR typeof(end_key) != 'text' OR typeof(used_before) != 'integer'
+                """)
+        guard bad == "0" else {
+            throw SQLiteFailure(
+                code: SQLITE_CORRUPT,
+                message: "\(bad ?? "?") row(s) of removed_ranges are not removed ranges (a column of another type)")
+        }
     }
 
     /// Whether the file was renamed or deleted since it was opened.
@@ -344,52 +436,99 @@ final class SQLiteCacheDatabase {
     }
 
     /// Removes every entry whose key starts with the bytes of `prefix` (an NFC prefix); every
-    /// entry for an empty one.
-    func removeEntries(keyPrefix prefix: String) throws(SQLiteFailure) {
+    /// entry for an empty one. Up to `directRows` rows are deleted at once; more are marked
+    /// removed (see the type's documentation), and the caller runs ``removeNextBatch(rows:)``.
+    ///
+    /// - Returns: Whether ranges were marked removed (batches are left to run).
+    @discardableResult
+    func removeEntries(keyPrefix prefix: String, directRows: Int = directRemovalRows) throws(SQLiteFailure) -> Bool {
         var successor = Array(prefix.utf8)
-        guard let last = successor.popLast() else { return try removeAll() }
+        guard let last = successor.popLast() else {
+            try removeAll()
+            return false
+        }
         // Valid UTF-8 ends with a byte under 0xC0: adding one never carries.
         successor.append(last + 1)
+        var marked = false
         try transaction { () throws(SQLiteFailure) in
-            // A key whose bytes start with the prefix but whose next character joins the prefix's
-            // last one (a combining accent, a joined emoji, a line feed after a carriage return)
-            // does not start with it as Swift compares strings: it stays. Only a key whose next
-            // byte is not ASCII, or is a line feed, can be one, unless an ASCII letter joins the
-            // prefix's end (it ends with a "Prepend" character, as U+0600 ARABIC NUMBER SIGN):
-            // then every key of the range is checked. The rest goes by ranges.
-            let asciiJoins = !(prefix + "a").hasPrefix(prefix)
-            var kept: [[UInt8]] = []
-            do {
-                defer { joinedAfterPrefix.reset() }
-                try joinedAfterPrefix.bind(1, text: prefix)
-                try joinedAfterPrefix.bind(2, textBytes: successor)
-                joinedAfterPrefix.bind(3, Int64(prefix.utf8.count + 1))
-                joinedAfterPrefix.bind(4, Int64(asciiJoins ? 1 : 0))
-                while try joinedAfterPrefix.step() {
-                    let key = joinedAfterPrefix.bytes(0)
-                    if !String(decoding: key, as: UTF8.self).hasPrefix(prefix) { kept.append(key) }
-                }
-            }
-            var freed: Int64 = 0
+            // The ranges of the keys that start with the prefix as Swift compares strings.
             var lower = Array(prefix.utf8)
-            for upper in kept + [successor] {
-                freed += try removeRange(after: lower, including: lower.count == prefix.utf8.count, before: upper)
-                lower = upper
+            var ranges: [(lower: [UInt8], upper: [UInt8])] = []
+            for kept in try keysJoiningPrefix(prefix, successor: successor) {
+                ranges.append((lower, kept))
+                // The smallest key after `kept`: it and a zero byte.
+                lower = kept + [0]
             }
-            _ = try addToUsage(-freed)
+            ranges.append((lower, successor))
+            if try rowCount(from: Array(prefix.utf8), to: successor, upTo: directRows + 1) <= directRows {
+                var freed: Int64 = 0
+                for range in ranges { freed += try removeRange(from: range.lower, before: range.upper) }
+                _ = try addToUsage(-freed)
+                // The marks of earlier removals inside the prefix's range: their rows are gone.
+                defer { dropMarksWithin.reset() }
+                try dropMarksWithin.bind(1, text: prefix)
+                try dropMarksWithin.bind(2, textBytes: successor)
+                try dropMarksWithin.run()
+                return
+            }
+            let before = try nextUse()
+            for range in ranges {
+                defer { insertMark.reset() }
+                try insertMark.bind(1, textBytes: range.lower)
+                try insertMark.bind(2, textBytes: range.upper)
+                insertMark.bind(3, before)
+                try insertMark.run()
+            }
+            marked = true
         }
+        return marked
     }
 
-    /// Removes the keys between `lower` (included or not) and `upper` (not included); returns
-    /// the bytes freed.
-    private func removeRange(
-        after lower: [UInt8], including: Bool, before upper: [UInt8]
-    ) throws(SQLiteFailure) -> Int64 {
-        let delete = including ? deleteRange : deleteAfter
-        defer { delete.reset() }
-        try delete.bind(1, textBytes: lower)
-        try delete.bind(2, textBytes: upper)
-        return try Self.sumOfSizes(stepping: delete)
+    /// The keys (UTF-8 bytes) whose bytes start with `prefix` but whose next character joins the
+    /// prefix's last one (a combining accent, a joined emoji, a line feed after a carriage
+    /// return), so that they do not start with it as Swift compares strings: they stay. Only a
+    /// key whose next byte is not ASCII, or is a line feed, can be one (two ranges of the key
+    /// index), unless an ASCII letter joins the prefix's end (it ends with a "Prepend" character,
+    /// as U+0600 ARABIC NUMBER SIGN): then every key of the range is checked.
+    private func keysJoiningPrefix(_ prefix: String, successor: [UInt8]) throws(SQLiteFailure) -> [[UInt8]] {
+        let bytes = Array(prefix.utf8)
+        let ranges: [(lower: [UInt8], upper: [UInt8])] =
+            (prefix + "a").hasPrefix(prefix)
+            ? [(bytes + [0x0A], bytes + [0x0B]), (bytes + [0x80], successor)] : [(bytes, successor)]
+        var kept: [[UInt8]] = []
+        for range in ranges {
+            defer { keysOfRange.reset() }
+            try keysOfRange.bind(1, textBytes: range.lower)
+            try keysOfRange.bind(2, textBytes: range.upper)
+            while try keysOfRange.step() {
+                let key = keysOfRange.bytes(0)
+                if !String(decoding: key, as: UTF8.self).hasPrefix(prefix) { kept.append(key) }
+            }
+        }
+        return kept
+    }
+
+    /// How many rows are in `lower..<upper`, counting up to `limit` (the key index alone).
+    private func rowCount(from lower: [UInt8], to upper: [UInt8], upTo limit: Int) throws(SQLiteFailure) -> Int {
+        defer { countRange.reset() }
+        try countRange.bind(1, textBytes: lower)
+        try countRange.bind(2, textBytes: upper)
+        countRange.bind(3, Int64(limit))
+        return try countRange.step() ? Int(countRange.int64(0)) : 0
+    }
+
+    /// The `used` a row loaded, saved or touched now gets.
+    private func nextUse() throws(SQLiteFailure) -> Int64 {
+        defer { readNextUse.reset() }
+        return try readNextUse.step() ? readNextUse.int64(0) : 1
+    }
+
+    /// Removes the keys in `lower..<upper`; returns the bytes freed.
+    private func removeRange(from lower: [UInt8], before upper: [UInt8]) throws(SQLiteFailure) -> Int64 {
+        defer { deleteRange.reset() }
+        try deleteRange.bind(1, textBytes: lower)
+        try deleteRange.bind(2, textBytes: upper)
+        return try Self.sumOfSizes(stepping: deleteRange)
     }
 
     /// Steps a `DELETE … RETURNING size` to its end; returns the sum of the sizes.
@@ -399,11 +538,77 @@ final class SQLiteCacheDatabase {
         return freed
     }
 
+    /// Whether ranges are marked removed, their rows not all deleted yet.
+    func hasRemovedRanges() throws(SQLiteFailure) -> Bool {
+        defer { anyMark.reset() }
+        return try anyMark.step() && anyMark.int64(0) != 0
+    }
+
+    /// Deletes up to `rows` rows of the oldest removed range (the rows saved since its mark in
+    /// that part of the range are passed over and stay), in one transaction: the bytes go from
+    /// the usage, the mark's start moves past the part done, and the mark goes when its range is
+    /// done.
+    ///
+    /// - Returns: Whether removed ranges are left.
+    /// - Throws: `SQLITE_CORRUPT` when the mark's row is not a mark; what SQLite said otherwise.
+    func removeNextBatch(rows: Int) throws(SQLiteFailure) -> Bool {
+        var more = false
+        try transaction { () throws(SQLiteFailure) in
+            let mark: Int64
+            let lower: [UInt8]
+            let upper: [UInt8]
+            let before: Int64
+            do {
+                defer { firstMark.reset() }
+                guard try firstMark.step() else { return }
+                guard firstMark.type(1) == SQLITE_TEXT, firstMark.type(2) == SQLITE_TEXT,
+                    firstMark.type(3) == SQLITE_INTEGER
+                else {
+                    throw SQLiteFailure(
+                        code: SQLITE_CORRUPT, message: "a row of removed_ranges is not a removed range")
+                }
+                (mark, lower, upper, before) = (
+                    firstMark.int64(0), firstMark.bytes(1), firstMark.bytes(2), firstMark.int64(3)
+                )
+            }
+            var end: [UInt8]?
+            do {
+                defer { batchEnd.reset() }
+                try batchEnd.bind(1, textBytes: lower)
+                try batchEnd.bind(2, textBytes: upper)
+                batchEnd.bind(3, Int64(max(rows, 1)))
+                if try batchEnd.step() { end = batchEnd.bytes(0) }
+            }
+            let freed: Int64
+            do {
+                defer { deleteRemoved.reset() }
+                try deleteRemoved.bind(1, textBytes: lower)
+                try deleteRemoved.bind(2, textBytes: end ?? upper)
+                deleteRemoved.bind(3, before)
+                freed = try Self.sumOfSizes(stepping: deleteRemoved)
+            }
+            if let end {
+                defer { advanceMark.reset() }
+                advanceMark.bind(1, mark)
+                try advanceMark.bind(2, textBytes: end)
+                try advanceMark.run()
+            } else {
+                defer { dropMark.reset() }
+                dropMark.bind(1, mark)
+                try dropMark.run()
+            }
+            if freed != 0 { _ = try addToUsage(-freed) }
+            more = try hasRemovedRanges()
+        }
+        return more
+    }
     /// Removes every entry.
     func removeAll() throws(SQLiteFailure) {
         try transaction { () throws(SQLiteFailure) in
             defer { deleteEverything.reset() }
             try deleteEverything.run()
+            defer { deleteMarks.reset() }
+            try deleteMarks.run()
             _ = try addToUsage(-(try usageBytes()))
         }
         try releaseFreeSpace()
@@ -429,12 +634,21 @@ final class SQLiteCacheDatabase {
         }
     }
 
-    /// The bytes `maxBytes` counts, and the keys in the order eviction would take them: the
-    /// unpinned ones from least to most recently used, then the pinned ones (which it never
-    /// takes), from least to most recently used: for tests.
+    /// The bytes of the entries (removed rows not deleted yet left out), and their keys in the
+    /// order eviction would take them: the unpinned ones from least to most recently used, then
+    /// the pinned ones (which it never takes), from least to most recently used: for tests.
     func usage() throws(SQLiteFailure) -> (totalBytes: Int, keysLeastRecentFirst: [String]) {
-        let keys = try connection.texts(of: "SELECT key FROM entries ORDER BY pinned, used")
-        return (Int(try usageBytes()), keys)
+        let keys = try connection.texts(of: "SELECT key FROM entries WHERE NOT \(Self.isRemoved) ORDER BY pinned, used")
+        return (Int(try usageBytes() - removedBytes().bytes), keys)
+    }
+
+    /// The rows of removed ranges not deleted yet, their bytes (which the usage still counts),
+    /// and the marks: for tests.
+    func removedBytes() throws(SQLiteFailure) -> (rows: Int, bytes: Int64, marks: Int) {
+        let rows = try connection.text(of: "SELECT count(*) FROM entries WHERE \(Self.isRemoved)") ?? "0"
+        let bytes = try connection.text(of: "SELECT total(size) FROM entries WHERE \(Self.isRemoved)") ?? "0"
+        let marks = try connection.text(of: "SELECT count(*) FROM removed_ranges") ?? "0"
+        return (Int(rows) ?? 0, Int64(Double(bytes) ?? 0), Int(marks) ?? 0)
     }
 
     /// What `PRAGMA integrity_check` says (`["ok"]` for a sound file), and a line more when the
@@ -522,15 +736,19 @@ final class SQLiteCacheDatabase {
     }
 
     /// Removes the least recently used unpinned entries until at least `excess` bytes are freed,
-    /// or none is left.
+    /// or none is left: first rows of removed ranges not deleted yet (no entry goes while they
+    /// take room), then entries.
     private func evict(excess: Int64) throws(SQLiteFailure) {
         var rows: [Int64] = []
+        // A row in two overlapping removed ranges comes twice.
+        var seen: Set<Int64> = []
         var freed: Int64 = 0
-        do {
-            defer { leastRecent.reset() }
-            while freed < excess, try leastRecent.step() {
-                rows.append(leastRecent.int64(0))
-                freed += leastRecent.int64(1)
+        for candidates in [hiddenRemoved, leastRecent] {
+            defer { candidates.reset() }
+            while freed < excess, try candidates.step() {
+                guard seen.insert(candidates.int64(0)).inserted else { continue }
+                rows.append(candidates.int64(0))
+                freed += candidates.int64(1)
             }
         }
         for row in rows {

@@ -14,6 +14,19 @@ final class SQLiteCacheFile: Sendable {
     let path: String
     /// How many times a file was moved aside at the path in this process.
     let recoveries = Locked(0)
+    /// How the objects of the path delete removed ranges: tests change it.
+    let removals = Locked(Removals())
+
+    /// How the objects of a path delete the rows of removed ranges.
+    struct Removals {
+        /// The most rows a batch deletes.
+        var batchRows = 1_000
+        /// A scope's removal of up to this many rows deletes them at once.
+        var directRows = SQLiteCacheDatabase.directRemovalRows
+        /// Whether batches wait (for tests): a removal still marks, nothing runs batches until
+        /// they are let go.
+        var isHeld = false
+    }
 
     private init(path: String) {
         self.path = path

@@ -71,8 +71,19 @@ import LoadableSupport
 /// system frees when the process exits or dies (SQLite has no lock that does). The folder stays
 /// when a damaged file is moved aside, and lock files stay when released.
 ///
-/// **Files of the first release** (format 1, without pins) are migrated in place when opened, in
-/// one transaction: their entries stay, unpinned.
+/// **Removed scopes.** The `removeAll()` of a `scoped(_:)` view of more than
+/// 1,000 entries (``removeEntries(keyPrefix:)``) marks the scope's key range removed, in one short
+/// transaction, and returns: every load, touch and update, through any object or process on the
+/// file, finds its entries absent from then on, and an entry saved under the scope afterwards is
+/// kept. The object that marked it then deletes the rows in batches of 1,000, each one
+/// transaction, from a task of its own whose batches run on the actor between the other calls
+/// (no timer). Until a batch deletes them, the removed rows' bytes count toward ``maxBytes``: a
+/// save that needs room deletes removed rows first, and evicts no entry while they last. A kill
+/// between the mark and the last batch leaves the mark in the file: the next object opened on it,
+/// in this process or another, still finds the scope removed and finishes the batches.
+///
+/// **Files of earlier releases** (format 1, without pins; format 2, without removed scopes) are
+/// migrated in place when opened, in one transaction: their entries stay, in their order.
 public actor SQLiteLoadableCache: LoadableCache {
     /// The database file's URL, as given.
     public nonisolated let path: URL
@@ -92,6 +103,8 @@ public actor SQLiteLoadableCache: LoadableCache {
     private var openedAfter: Int
     /// The folder of the lock files: `<path>-locks`.
     private nonisolated let locksPath: String
+    /// Whether a task of this object deletes the rows of removed ranges, batch after batch.
+    private var isRemoving = false
 
     /// Opens the database at `path`, creating it and its folder if needed.
     ///
@@ -128,6 +141,12 @@ public actor SQLiteLoadableCache: LoadableCache {
         if let maxBytes { try? opened.enforce(limit: maxBytes) }
         database = opened
         unreported = problem
+        // A removal that a process (this one or another) left unfinished, killed between its mark
+        // and its last batch: this object finishes it.
+        if (try? opened.hasRemovedRanges()) == true {
+            isRemoving = true
+            Self.runRemovals(of: self)
+        }
     }
 
     // MARK: - LoadableCache
@@ -238,11 +257,17 @@ public actor SQLiteLoadableCache: LoadableCache {
     }
 
     /// Removes every entry whose key starts with `prefix` (as Swift compares strings), pinned ones
-    /// too, in one transaction: a `DELETE` over the keys' range (`key >= prefix AND key < prefix's
+    /// too, in one transaction over the keys' range (`key >= prefix AND key < prefix's
     /// successor`, on the NFC forms' UTF-8), which keeps the rare keys whose next character joins
     /// the prefix's last one (a combining accent, or any but a control character after a prefix
     /// that ends with a "Prepend" character such as U+0600), as Swift's `hasPrefix` does; an
     /// empty prefix removes every entry.
+    ///
+    /// A range of up to 1,000 rows is deleted in that transaction. A larger one is marked removed
+    /// instead (a row in the database), and its rows are deleted afterwards by this object, in
+    /// batches of 1,000 rows, one transaction each, between the calls made of it (see "Removed
+    /// scopes" above): from the moment this returns, the entries are absent from every object and
+    /// process on the file, and an entry saved under the prefix afterwards is kept.
     ///
     /// Not isolated to the actor (it hops onto it), so that a call on a `SQLiteLoadableCache`
     /// resolves to it rather than to the protocol's default.
@@ -254,11 +279,49 @@ public actor SQLiteLoadableCache: LoadableCache {
     }
 
     private func removeEntriesHere(keyPrefix prefix: String) throws {
+        let directRows = file.removals.withLock { $0.directRows }
         do {
-            try perform { try $0.removeEntries(keyPrefix: prefix) }
+            if try perform({ try $0.removeEntries(keyPrefix: prefix, directRows: directRows) }) { startRemovals() }
         } catch {
             throw LoadableCacheError.removeAllFailed(underlying: error)
         }
+    }
+
+    // MARK: - Removed ranges
+
+    /// Starts deleting the rows of removed ranges, batch after batch, unless this object does
+    /// already.
+    private func startRemovals() {
+        guard !isRemoving else { return }
+        isRemoving = true
+        Self.runRemovals(of: self)
+    }
+
+    /// Runs batches of the removed ranges' rows on `cache` until none is left, each batch one call
+    /// on the actor (the calls asked for meanwhile run between two batches) and one transaction.
+    /// The task holds the object weakly: an object released stops, and the next one opened on the
+    /// file goes on.
+    private nonisolated static func runRemovals(of cache: SQLiteLoadableCache) {
+        Task(priority: .utility) { [weak cache] in
+            while await cache?.removeNextBatch() == true {}
+        }
+    }
+
+    /// Deletes one batch of the removed ranges' rows; returns whether more are left (and this
+    /// object goes on). A failure stops the batches until the next removal or the next object
+    /// opened on the file (the rows stay hidden meanwhile); a file found unusable is moved aside
+    /// and reported by the next load, as one found at opening.
+    private func removeNextBatch() -> Bool {
+        let removals = file.removals.withLock { $0 }
+        var more = false
+        defer { isRemoving = more }
+        guard !removals.isHeld else { return false }
+        do {
+            more = try perform { try $0.removeNextBatch(rows: removals.batchRows) }
+        } catch {
+            if error.movedTo != nil { unreported = error }
+        }
+        return more
     }
 
     /// Removes the entries saved (`CachedEntry.savedAt`) before `date`, except pinned ones.
@@ -392,9 +455,57 @@ public actor SQLiteLoadableCache: LoadableCache {
     }
 
     /// What `PRAGMA integrity_check` says (`["ok"]` for a sound file), and a line more when the
-    /// kept total is not the sum of the entries' sizes.
+    /// kept total is not the sum of the rows' sizes.
     package func integrityCheck() throws -> [String] {
         try perform { try $0.integrityCheck() }
+    }
+
+    /// The rows of removed ranges not deleted yet, the bytes they take (which ``maxBytes`` still
+    /// counts), and the removed ranges left.
+    package func pendingRemovals() throws -> (rows: Int, bytes: Int, ranges: Int) {
+        let removed = try perform { try $0.removedBytes() }
+        return (removed.rows, Int(removed.bytes), removed.marks)
+    }
+
+    /// Deletes every row of the removed ranges now, batch after batch, even while batches are
+    /// held; returns the batches run.
+    @discardableResult
+    package func finishRemovals() throws -> Int {
+        let rows = file.removals.withLock { $0.batchRows }
+        var batches = 0
+        while try perform({ try $0.hasRemovedRanges() }) {
+            _ = try perform { try $0.removeNextBatch(rows: rows) }
+            batches += 1
+        }
+        return batches
+    }
+
+    /// Deletes one batch of the removed ranges' rows now, even while batches are held; returns
+    /// whether more are left.
+    package func removeNextBatchNow() throws -> Bool {
+        let rows = file.removals.withLock { $0.batchRows }
+        return try perform { try $0.removeNextBatch(rows: rows) }
+    }
+
+    /// Sets how the objects of this file in this process delete removed ranges: the rows of a
+    /// batch, the most rows a scope's removal deletes at once (0: it always marks), and whether
+    /// batches wait (``finishRemovals()`` and ``removeNextBatchNow()`` still run them). Letting
+    /// them go does not start them: the next removal or object opened does, or
+    /// ``finishRemovals()``.
+    package nonisolated func setRemovals(batchRows: Int? = nil, directRows: Int? = nil, isHeld: Bool? = nil) {
+        Self.setRemovals(atPath: path, batchRows: batchRows, directRows: directRows, isHeld: isHeld)
+    }
+
+    /// Sets how the objects of the file at `path` in this process delete removed ranges, before
+    /// any is made (see ``setRemovals(batchRows:directRows:isHeld:)``).
+    package static func setRemovals(
+        atPath path: URL, batchRows: Int? = nil, directRows: Int? = nil, isHeld: Bool? = nil
+    ) {
+        SQLiteCacheFile.file(atPath: path.standardizedFileURL.path).removals.withLock { removals in
+            if let batchRows { removals.batchRows = batchRows }
+            if let directRows { removals.directRows = directRows }
+            if let isHeld { removals.isHeld = isHeld }
+        }
     }
 
     // MARK: - The database

@@ -87,6 +87,28 @@ enum SQLiteCacheFixtures {
         COMMIT;
         """
 
+    /// The schema of format 2: format 1 with pins.
+    static let formatTwoSchema = """
+        PRAGMA journal_mode = WAL;
+        BEGIN;
+        CREATE TABLE entries (
+            key TEXT NOT NULL PRIMARY KEY,
+            data BLOB NOT NULL,
+            saved_at NOT NULL,
+            version INTEGER NOT NULL,
+            metadata BLOB,
+            size INTEGER NOT NULL,
+            used INTEGER NOT NULL,
+            pinned INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX entries_by_pin_and_use ON entries (pinned, used);
+        CREATE TABLE usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+        INSERT INTO usage (id, bytes) VALUES (0, 0);
+        PRAGMA application_id = \(applicationID);
+        PRAGMA user_version = 2;
+        COMMIT;
+        """
+
     /// The metadata's bytes as the schema documents them (the file cache's `LDC2` metadata): a
     /// 4-byte count, then each pair sorted by name, each string as a 4-byte length and its UTF-8,
     /// little-endian.
@@ -103,10 +125,26 @@ enum SQLiteCacheFixtures {
     /// given (the first is the least recently used), with its usage total; returns the total.
     @discardableResult
     static func writeFormatOne(_ entries: [(key: String, entry: CachedEntry)], to path: URL) throws -> Int {
+        try write(entries, schema: formatOneSchema, to: path)
+    }
+
+    /// Writes a format-2 database at `path` holding `entries` (ASCII keys; the pinned ones with
+    /// their pin), used in the order given, with its usage total; returns the total.
+    @discardableResult
+    static func writeFormatTwo(_ entries: [(key: String, entry: CachedEntry)], to path: URL) throws -> Int {
+        let total = try write(entries, schema: formatTwoSchema, to: path)
+        let pinned = entries.filter(\.entry.isPinned).map { "'\($0.key)'" }.joined(separator: ", ")
+        try RawSQLiteDatabase(path).execute("UPDATE entries SET pinned = 1 WHERE key IN (\(pinned))")
+        return total
+    }
+
+    private static func write(
+        _ entries: [(key: String, entry: CachedEntry)], schema: String, to path: URL
+    ) throws -> Int {
         try FileManager.default.createDirectory(
             at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
         let database = try RawSQLiteDatabase(path)
-        try database.execute(formatOneSchema)
+        try database.execute(schema)
         var total = 0
         var rows: [String] = []
         for (used, (key, entry)) in entries.enumerated() {

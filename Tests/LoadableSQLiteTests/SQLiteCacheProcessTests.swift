@@ -278,3 +278,86 @@ struct SQLiteCacheConcurrencyTests {
         }
     }
 }
+
+/// The crash story of a scope's removal with a real process: a child marks the scope `a/`
+/// (1,500 entries) removed, saves an entry under it after the mark, then deletes the rows in
+/// batches of 100, and is killed with SIGKILL after a seeded number of batches and a seeded spin
+/// of a killing thread (so at any moment of the next batch), 10 times. The next open, in this
+/// process, finds a sound file whose scope is still removed (no key of it loads, but the entry
+/// saved after the mark), the entries outside it whole, the total the rows' sizes, and the
+/// batches left to finish; they finish, and the usage is the entries outside plus the one saved
+/// after the mark.
+@Suite("SQLiteLoadableCache: a process killed between a scope's mark and its last batch", .serialized)
+struct SQLiteCacheRemovalCrashTests {
+    static let count = 1_500
+    static let outside = 20
+    static let batchRows = 100
+
+    static func entry(_ index: Int) -> CachedEntry {
+        contractEntry(index % 200 + 100, first: UInt8(truncatingIfNeeded: index), savedAt: Double(index))
+    }
+
+    /// The child: marks `a/` removed, saves `a/after`, then runs batches until killed.
+    static func removeUntilKilled(path: String, seed: UInt64) async throws {
+        let url = URL(fileURLWithPath: path)
+        SQLiteLoadableCache.setRemovals(atPath: url, batchRows: batchRows, directRows: 0, isHeld: true)
+        let cache = try SQLiteLoadableCache(path: url)
+        var random = SeededRandomNumberGenerator(seed: seed)
+        let steps = Int.random(in: 1...(count / batchRows), using: &random)
+        let spins = Int.random(in: 0..<5_000, using: &random)
+        let progress = SaveProgress()
+        progress.killProcess(afterSaves: steps, spins: spins)
+        try await cache.scoped("a/").removeAll()
+        try await cache.save(entry(-1), key: "a/after")
+        progress.finishSave()
+        while try await cache.removeNextBatchNow() { progress.finishSave() }
+        while true { progress.finishSave() }
+    }
+
+    @Test(
+        "killed between the mark and the last batch: the next open still hides the scope and finishes",
+        arguments: 0..<10)
+    func killedWhileDeleting(iteration: Int) async throws {
+        guard iteration < StressScale.rounds(10) else { return }
+        let seed = 0x5C0_9E &+ UInt64(iteration)
+        let folder = FileCacheFixtures.temporaryDirectory("sqlite-cache-removal-crash")
+        defer { FileCacheFixtures.removeDirectory(folder) }
+        let path = folder.appendingPathComponent("cache.sqlite")
+        let context = "seed \(seed) (iteration \(iteration))"
+        do {
+            let cache = try SQLiteLoadableCache(path: path)
+            for index in 0..<Self.count { try await cache.save(Self.entry(index), key: "a/\(index)") }
+            for index in 0..<Self.outside { try await cache.save(Self.entry(index), key: "b/\(index)") }
+        }
+
+        await #expect(processExitsWith: .signal(SIGKILL), "\(context)") {
+            [path = path.path as String, seed = seed as UInt64] in
+            try await SQLiteCacheRemovalCrashTests.removeUntilKilled(path: path, seed: seed)
+        }
+
+        // The next launch, its batches held to look at the state the child left.
+        SQLiteLoadableCache.setRemovals(atPath: path, isHeld: true)
+        defer { SQLiteLoadableCache.setRemovals(atPath: path, isHeld: false) }
+        let cache = try SQLiteLoadableCache(path: path)
+        #expect(try await cache.integrityCheck() == ["ok"], "\(context)")
+        let pending = try await cache.pendingRemovals()
+        #expect(pending.ranges == 1 || pending == (0, 0, 0), "\(context): \(pending)")
+        for index in 0..<Self.count {
+            guard try await cache.load(key: "a/\(index)") != nil else { continue }
+            Issue.record("\(context): a/\(index) is back")
+            break
+        }
+        #expect(try await cache.load(key: "a/after") == Self.entry(-1), "\(context)")
+        for index in 0..<Self.outside {
+            #expect(try await cache.load(key: "b/\(index)") == Self.entry(index), "\(context): b/\(index)")
+        }
+        let kept = (0..<Self.outside).map { "b/\($0)" } + ["a/after"]
+        let keptBytes = 7 + 99 + (0..<Self.outside).reduce(0) { $0 + "b/\($1)".utf8.count + $1 % 200 + 100 }
+        #expect(try await cache.usage() == (keptBytes, kept), "\(context)")
+
+        try await cache.finishRemovals()
+        #expect(try await cache.pendingRemovals() == (0, 0, 0), "\(context)")
+        #expect(try await cache.usage() == (keptBytes, kept), "\(context)")
+        #expect(try await cache.integrityCheck() == ["ok"], "\(context)")
+    }
+}

@@ -18,8 +18,10 @@ import LoadableSQLite
 ///   of an existing entry, keys drawn at random, in a cache holding 1,000 entries and in one
 ///   holding 100,000 (under `a/`, with 10,000 more under `b/` and keys just outside `a/`'s range);
 ///   the two take turns in chunks of 100, from one task off the main actor. Then `removeAll()` of
-///   `cache.scoped("a/")` over the 100,000 (one `removeEntries(keyPrefix:)`), timed, the entries
-///   outside the scope checked; again on a freshly filled cache. Filling the 100,000 (one save
+///   `cache.scoped("a/")` over the 100,000 (one `removeEntries(keyPrefix:)`, which marks the
+///   scope removed and leaves its rows to the cache's batches), timed, the entries outside the
+///   scope checked by loads timed one by one while the batches run; again on a freshly filled
+///   cache. Filling the 100,000 (one save
 ///   per new key) also gives the cost of the first and last 1,000 saves.
 /// - Against GRDB 7.10.0 (`DatabaseQueue`, the same system SQLite): the same 1,000 keys with
 ///   about 1 KB each, upserted (each its own `BEGIN IMMEDIATE` transaction) and read back by key,
@@ -311,33 +313,44 @@ private func runAtSize(_ payloads: [Data], _ settings: Settings, into report: in
     }
 
     // removeAll() of the scope, on this cache and on freshly filled ones.
-    var removals: [Duration] = [await timedScopeRemoval(large, size: largeSize, settings)]
+    var removals: [(removal: Duration, longestLoad: Duration)] = [
+        await timedScopeRemoval(large, size: largeSize, settings)
+    ]
     for _ in 1..<max(settings.sqliteScopeRemovals, 1) {
         let fresh = makeSQLiteCache("scope")
         _ = await fill(fresh, keys: (0..<largeSize).map(scopedKey), payloads: payloads)
         _ = await fill(fresh, keys: outsideKeys(settings.sqliteOutsideEntries), payloads: payloads)
         removals.append(await timedScopeRemoval(fresh, size: largeSize, settings))
     }
-    let values = removals.map(milliseconds)
+    let values = removals.map { milliseconds($0.removal) }
     report.add(
         Row(
             scenario: "sqlite-cache: scoped(\"a/\").removeAll(), \(largeSize.formatted) in scope", value: values.min()!,
             unit: "ms", allocationsPerOperation: nil))
+    // The loads that check the removal run while the rows are deleted in batches.
+    report.add(
+        Row(
+            scenario: "sqlite-cache: longest load during the scope's batched deletion",
+            value: removals.map { milliseconds($0.longestLoad) }.max()!, unit: "ms", allocationsPerOperation: nil))
     report.add(
         Goal(
             name:
                 "sqlite-cache: removeAll() of a scope holding \(largeSize.formatted) entries (\(settings.sqliteOutsideEntries.formatted) outside it)",
             target: "< 200 ms",
             measured: String(
-                format: "%.1f ms (best of %d; all %@ ms)", values.min()!, values.count,
-                values.map { String(format: "%.1f", $0) }.joined(separator: ", ")),
-            holds: values.min()! < 200))
+                format: "%.2f ms (the slowest of %d; all %@ ms)", values.max()!, values.count,
+                values.map { String(format: "%.2f", $0) }.joined(separator: ", ")),
+            holds: values.max()! < 200))
 }
 
 /// Times `cache.scoped("a/").removeAll()` from one task off the main actor, then checks that the
-/// scope is empty and the entries outside it are there.
+/// scope is empty and the entries outside it are there; returns the removal's time and the
+/// longest of those checking loads, which run while the cache deletes the scope's rows in batches
+/// (a call waits for at most one batch).
 @MainActor
-private func timedScopeRemoval(_ cache: SQLiteLoadableCache, size: Int, _ settings: Settings) async -> Duration {
+private func timedScopeRemoval(
+    _ cache: SQLiteLoadableCache, size: Int, _ settings: Settings
+) async -> (removal: Duration, longestLoad: Duration) {
     let outside = outsideKeys(settings.sqliteOutsideEntries)
     return await Task.detached {
         let scope = cache.scoped("a/")
@@ -348,19 +361,25 @@ private func timedScopeRemoval(_ cache: SQLiteLoadableCache, size: Int, _ settin
             fatalError("sqlite-cache benchmark: removeAll() of the scope failed: \(error)")
         }
         let duration = watch.stop().duration
+        let clock = ContinuousClock()
+        var longest = Duration.zero
         do {
             for index in randomIndices(100, below: size, seed: 3) {
+                let start = clock.now
                 let found = try await cache.load(key: scopedKey(index))
+                longest = max(longest, clock.now - start)
                 precondition(found == nil, "removeAll() of the scope left \(scopedKey(index))")
             }
             for key in outside {
+                let start = clock.now
                 let found = try await cache.load(key: key)
+                longest = max(longest, clock.now - start)
                 precondition(found != nil, "removeAll() of the scope removed \(key), outside it")
             }
         } catch {
             fatalError("sqlite-cache benchmark: checking the scope's removal failed: \(error)")
         }
-        return duration
+        return (duration, longest)
     }.value
 }
 

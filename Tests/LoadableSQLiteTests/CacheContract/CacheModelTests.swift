@@ -27,6 +27,11 @@ import Testing
 /// must be the model's, and every entry the model's entry: for files checked on the files' bytes,
 /// for SQLite by loads through a third object without a limit (whose loads do not reorder).
 ///
+/// The SQLite caches mark every scope's removal (none is deleted at once) and hold their batches:
+/// each load step then runs one batch of 2 rows, so the removed rows stay in the file across the
+/// steps after the removal (saves and touches of their keys, evictions, other removals, reopens)
+/// and must stay absent from every load, touch and usage the model checks.
+///
 /// The keys come from a pool that holds the names' edge cases: the empty key and `-`, short and
 /// unicode keys, a key with `/` and `..`, 127 and 128 bytes (the last key with a plain name and
 /// the first cut one, also with a 2-byte character across the cut), long keys that share their
@@ -176,6 +181,8 @@ struct CacheModelTests {
         var entriesWithMetadata = 0
         var touchesOfEntries = 0
         var stepsWithPinnedEntries = 0
+        /// SQLite: steps after which removed rows were left for the batches.
+        var stepsWithRemovedRows = 0
 
         mutating func add(_ other: Coverage) {
             overwrites += other.overwrites
@@ -192,6 +199,7 @@ struct CacheModelTests {
             entriesWithMetadata += other.entriesWithMetadata
             touchesOfEntries += other.touchesOfEntries
             stepsWithPinnedEntries += other.stepsWithPinnedEntries
+            stepsWithRemovedRows += other.stepsWithRemovedRows
         }
 
         /// What the sequences with a limit must reach.
@@ -344,6 +352,9 @@ struct CacheModelTests {
 
         /// A new process's objects (or, without a limit, a new object as the next launch's).
         mutating func reopen() throws {
+            if kind.cacheKind == .sqlite {
+                SQLiteLoadableCache.setRemovals(atPath: databaseFile, batchRows: 2, directRows: 0, isHeld: true)
+            }
             switch kind {
             case .file: objects = [FileLoadableCache(directory: directory)]
             case .inMemory: if objects.isEmpty { objects = [InMemoryLoadableCache()] }
@@ -432,6 +443,8 @@ struct CacheModelTests {
                     if loaded != expected {
                         return "step \(index), \(step), loaded \(describe(loaded)), the model has \(describe(expected))"
                     }
+                    // SQLite: one batch of the removed rows (see the type's documentation).
+                    if let checker = caches.checker { _ = try await checker.removeNextBatchNow() }
                 case .remove(let key):
                     if model.entries[keys[key]] != nil { coverage.removalsOfEntries += 1 }
                     try await cache.remove(key: keys[key])
@@ -465,6 +478,9 @@ struct CacheModelTests {
             if model.entries[""] != nil { coverage.emptyKeyHits += 1 }
             if model.entries.values.contains(where: { !$0.metadata.isEmpty }) { coverage.entriesWithMetadata += 1 }
             if model.entries.values.contains(where: \.isPinned) { coverage.stepsWithPinnedEntries += 1 }
+            if let checker = caches.checker, let pending = try? await checker.pendingRemovals(), pending.rows > 0 {
+                coverage.stepsWithRemovedRows += 1
+            }
             if let problem = await difference(caches: caches, model: model) {
                 return "after step \(index), \(step): \(problem)"
             }
@@ -661,7 +677,8 @@ struct CacheModelTests {
         guard let coverage = await Self.coverageOfRandomSequences(count: sequences, kind: { _ in .sqlite }) else {
             return
         }
-        for (name, count) in coverage.counters where sequences == 200 {
+        for (name, count) in coverage.counters + [("steps with removed rows left", coverage.stepsWithRemovedRows)]
+        where sequences == 200 {
             #expect(count >= 10, "\(name): \(count)")
         }
     }
@@ -679,7 +696,9 @@ struct CacheModelTests {
         let sequences = Self.sqliteSequences
         guard let coverage = await Self.coverageOfRandomSequences(count: sequences, kind: { .sqliteWithLimit($0) })
         else { return }
-        for (name, count) in coverage.limitCounters where sequences == 200 {
+        for (name, count) in coverage.limitCounters
+            + [("steps with removed rows left", coverage.stepsWithRemovedRows)] where sequences == 200
+        {
             #expect(count >= 10, "\(name): \(count)")
         }
     }
