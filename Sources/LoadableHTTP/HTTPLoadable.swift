@@ -166,15 +166,7 @@ open class HTTPLoadable<Contents: Decodable & Sendable>: AsyncLoadable<Contents>
         // The work, stated once: each sync sends the request and returns the answer as a
         // `LoadResult` (a 2xx's contents and validators, or a 304's confirmation); the loadable
         // keeps the validators with its contents as their metadata.
-        if authorization == nil {
-            // The request is made on the main actor as the sync starts; the task that sends it and
-            // decodes the answer starts off the main actor, as that is where it goes at once.
-            super.init(contents: nil, clock: clock, loadOffMainActor: { loader.prepare() })
-        } else {
-            // The credential is the main actor's: the task starts there, and leaves it once the
-            // credential is in the request.
-            super.init(contents: nil, clock: clock, loadResult: { try await loader.load() })
-        }
+        super.init(contents: nil, clock: clock, loadResult: { try await loader.load() })
         loader.loadable = self
     }
 }
@@ -225,17 +217,8 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
             transport: transport, decoder: decoder, maxBodySize: maxBodySize, isConditional: true)
     }
 
-    /// One sync without authorization, made on the main actor as the sync starts: the request
-    /// with the validators of the contents the loadable has now, and the work that sends it and
-    /// reads the answer, off the main actor.
-    func prepare() -> @Sendable () async throws -> LoadResult<Contents> {
-        let (request, validators, isConditional) = prepared()
-        let exchange = isConditional ? conditionalExchange : exchange
-        return { try HTTPRequestLoader.result(of: await exchange.run(request, authorization: nil), sent: validators) }
-    }
-
-    /// One sync: sends the request (with a retry after a 401) and reads the answer. With an
-    /// authorization, the credential is taken on the main actor, where this starts.
+    /// One sync: sends the request (with a retry after a 401) and reads the answer; the transfer
+    /// and the decode run off the main actor (``Exchange/run(_:)``).
     func load() async throws -> LoadResult<Contents> {
         let (request, validators, isConditional) = prepared()
         let exchange = isConditional ? conditionalExchange : exchange

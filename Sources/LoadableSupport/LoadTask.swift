@@ -54,56 +54,6 @@ package struct LoadTask: Sendable {
         }
     }
 
-    /// Starts a load whose work runs off the main actor from its start, in a new task, cancelling
-    /// the running one: the task's first job runs on the global executor, with no turn on the main
-    /// actor before the work (a load that would hop off the main actor at once saves that turn).
-    ///
-    /// The task holds `work` and `owner` weakly, so releasing `owner` cancels nothing but drops the
-    /// result (the owner's `deinit` cancels the task).
-    ///
-    /// - Parameters:
-    ///   - owner: The loadable that loads.
-    ///   - work: The load, made on the main actor before the task starts.
-    ///   - finish: Called on the main actor with the owner, the load's generation (pass it to
-    ///     ``finish(_:)``) and its result, unless the owner was released meanwhile.
-    @MainActor
-    package mutating func startOffMainActor<Owner: AnyObject & Sendable, Value: Sendable>(
-        for owner: Owner,
-        work: @escaping @Sendable () async throws -> Value,
-        finish: @escaping @MainActor (Owner, _ generation: Int, Result<Value, any Error>) -> Void
-    ) {
-        latest.start { generation in
-            Self.taskOffMainActor(for: owner, generation: generation, work: work, finish: finish)
-        }
-    }
-
-    /// The task of ``startOffMainActor(for:work:finish:)``: made in a nonisolated function, so that
-    /// its closure is nonisolated and starts on the global executor (a `Task` made on the main actor
-    /// would start there); it still inherits the caller's priority and task-local values.
-    private nonisolated static func taskOffMainActor<Owner: AnyObject & Sendable, Value: Sendable>(
-        for owner: Owner,
-        generation: Int,
-        work: @escaping @Sendable () async throws -> Value,
-        finish: @escaping @MainActor (Owner, _ generation: Int, Result<Value, any Error>) -> Void
-    ) -> Task<Void, Never> {
-        Task { [weak owner] in
-            let result: Result<Value, any Error>
-            do { result = .success(try await work()) } catch { result = .failure(error) }
-            await Self.deliver(result, to: owner, generation: generation, finish: finish)
-        }
-    }
-
-    /// Calls `finish` on the main actor, unless the owner was released.
-    @MainActor
-    private static func deliver<Owner: AnyObject & Sendable, Value: Sendable>(
-        _ result: Result<Value, any Error>,
-        to owner: Owner?,
-        generation: Int,
-        finish: @MainActor (Owner, _ generation: Int, Result<Value, any Error>) -> Void
-    ) {
-        if let owner { finish(owner, generation, result) }
-    }
-
     /// Ends the load `generation` if it is the current one and returns `true`; returns `false`
     /// for a late result (the load was cancelled or another started since).
     package mutating func finish(_ generation: Int) -> Bool {

@@ -39,9 +39,6 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     /// The work given at init, as a load returning a ``LoadResult``; `nil` for a subclass that
     /// overrides ``load()`` or ``loadResult()``.
     private let loader: (@MainActor () async throws -> LoadResult<Contents>)?
-    /// Starts a sync whose work runs off the main actor from its start (see
-    /// ``init(contents:clock:loadOffMainActor:)``); `nil` otherwise.
-    private let startOffMainActor: (@MainActor (AsyncLoadable<Contents>) -> Void)?
     private var loadTask = LoadTask()
 
     /// Creates a loadable that runs `load` on each sync: the contents it returns become the
@@ -57,7 +54,6 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
         load: @escaping @MainActor () async throws -> Contents
     ) {
         loader = { .loaded(try await load()) }
-        startOffMainActor = nil
         super.init(contents: contents, clock: clock)
     }
 
@@ -76,7 +72,6 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
         loadResult: @escaping @MainActor () async throws -> LoadResult<Contents>
     ) {
         loader = loadResult
-        startOffMainActor = nil
         super.init(contents: contents, clock: clock)
     }
 
@@ -87,32 +82,6 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     ///   - clock: The clock of the loadable's freshness and watchdog (see ``Loadable``).
     public override init(contents: Contents? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         loader = nil
-        startOffMainActor = nil
-        super.init(contents: contents, clock: clock)
-    }
-
-    /// Creates a loadable whose sync asks `prepare`, on the main actor, for the work of the sync,
-    /// and runs that work in a task that starts off the main actor: a load that leaves the main
-    /// actor at once (a request, a decode) saves the task's first turn there. Otherwise as
-    /// ``init(contents:clock:loadResult:)``, which a direct call of ``loadResult()`` or ``load()``
-    /// follows (it runs the prepared work from the main actor).
-    ///
-    /// - Parameters:
-    ///   - contents: Contents to start with, if any.
-    ///   - clock: The clock of the loadable's freshness and watchdog (see ``Loadable``).
-    ///   - prepare: Called on the main actor as the sync starts (inside ``doSync()``); returns the
-    ///     work of the sync, which must not call back into the loadable synchronously.
-    package init(
-        contents: Contents? = nil,
-        clock: any Clock<Duration> = ContinuousClock(),
-        loadOffMainActor prepare: @escaping @MainActor () -> @Sendable () async throws -> LoadResult<Contents>
-    ) where Contents: Sendable {
-        loader = { try await prepare()() }
-        startOffMainActor = { loadable in
-            loadable.loadTask.startOffMainActor(for: loadable, work: prepare()) { loadable, generation, result in
-                loadable.finish(generation, with: result)
-            }
-        }
         super.init(contents: contents, clock: clock)
     }
 
@@ -154,7 +123,6 @@ open class AsyncLoadable<Contents>: Loadable<Contents> {
     /// setter ended the previous one). Not meant to be overridden further.
     public final override func doSync() {
         beginLoadingBase()
-        if let startOffMainActor { return startOffMainActor(self) }
         loadTask.start(for: self, closure: loader, method: { try await $0.loadResult() }) {
             loadable, generation, result in
             loadable.finish(generation, with: result)
