@@ -190,8 +190,11 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     private let requestIsConditional: Bool
     /// The last request made with validators, and the validators it was made with.
     private var conditionalRequest: (validators: Validators, request: URLRequest)?
-    /// The transfer and decode of a sync, made once; each sync sets whether it is conditional.
+    /// The transfer and decode of a sync, made once: for a request a 304 does not answer, and
+    /// for one it does (it carries validators, the loadable's or its own, and the loadable has
+    /// contents).
     private let exchange: Exchange<Contents>
+    private let conditionalExchange: Exchange<Contents>
 
     init(
         request: URLRequest,
@@ -210,34 +213,46 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         self.plainRequest = plainRequest
         requestIsConditional = Validators.isConditional(request)
         exchange = Exchange(transport: transport, decoder: decoder, maxBodySize: maxBodySize, isConditional: false)
+        conditionalExchange = Exchange(
+            transport: transport, decoder: decoder, maxBodySize: maxBodySize, isConditional: true)
     }
 
-    /// One sync: sends the request (with a retry after a 401) and reads the answer.
-    ///
-    /// A 2xx's contents come with their validators, which replace the loadable's; a 304
-    /// confirms the contents with the validators it sent (the loadable takes them unless the
-    /// app wrote the contents while the request ran, and drops the whole answer when the sync
-    /// is not the current one any more).
+    /// One sync: sends the request (with a retry after a 401) and reads the answer; the transfer
+    /// and the decode run off the main actor (``Exchange/run(_:)``).
     func load() async throws -> LoadResult<Contents> {
+        let (request, validators, isConditional) = prepared()
+        let exchange = isConditional ? conditionalExchange : exchange
+        return try HTTPRequestLoader.result(
+            of: await exchange.run(request, authorization: authorization), sent: validators)
+    }
+
+    /// The request of a sync starting now, the validators it carries, and whether a 304 answers it.
+    ///
+    /// A 304 is an answer only to a request made while the loadable has contents (with
+    /// validators, the loadable's or the request's own), and contents never go away once there:
+    /// the loadable always has contents for it to confirm. To any other request, a 304 is the
+    /// status error any other status would be.
+    private func prepared() -> (request: URLRequest, validators: Validators, isConditional: Bool) {
         // Untracked: a sync is not a read by a view, and must not give the loadable a registrar.
-        let hasContents = loadable?.statusUntrackedWherePossible.isContentsAvailable == true
-        let validators =
-            hasContents ? loadable.map { Validators(metadata: $0.baseMetadata) } ?? Validators() : Validators()
-        var exchange = exchange
-        // A 304 confirms the contents whoever set the validators: the loadable, or the request itself.
-        exchange.isConditional = hasContents && (requestIsConditional || !validators.isEmpty)
-        let request = hasContents ? requestWithValidators(validators) : plainRequest
-        let outcome = try await exchange.run(request, authorization: authorization)
+        guard let loadable, loadable.statusUntrackedWherePossible.isContentsAvailable else {
+            return (plainRequest, Validators(), false)
+        }
+        let validators = Validators(metadata: loadable.baseMetadata)
+        return (requestWithValidators(validators), validators, requestIsConditional || !validators.isEmpty)
+    }
+
+    /// The sync's result for `outcome`: a 2xx's contents come with their validators, which replace
+    /// the loadable's; a 304 confirms the contents with the validators it sent that differ from
+    /// those the request carried (the loadable takes them unless the app wrote the contents while
+    /// the request ran, and drops the whole answer when the sync is not the current one any more).
+    private nonisolated static func result(
+        of outcome: Exchange<Contents>.Outcome, sent validators: Validators
+    ) throws -> LoadResult<Contents> {
         switch outcome {
         case .decoded(let contents, let newValidators):
             // The answer's contents replace the base: the validators describe them.
             return .loaded(contents, metadata: newValidators.metadata)
         case .notModified(let newValidators):
-            // Contents never go away once there: a 304 to a conditional request has contents to
-            // confirm (otherwise the answer is the status error it would be to any other request).
-            guard loadable?.statusUntrackedWherePossible.isContentsAvailable != false else {
-                throw HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data())
-            }
             // Only what changed: a 304 usually repeats the validators it answered.
             return .confirmed(metadata: newValidators.changes(from: validators).metadata)
         case .unauthorized(let rejection):

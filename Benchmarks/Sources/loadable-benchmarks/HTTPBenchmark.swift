@@ -37,6 +37,74 @@ import LoadableTesting
 /// on both sides alike. A failed request stops the benchmark (exit status 1).
 @MainActor
 func runHTTP(_ settings: Settings, into report: inout Report) async {
+    await runLoopbackHTTP(settings, into: &report)
+    if let address = ProcessInfo.processInfo.environment["LOADABLE_BENCHMARKS_HTTP_URL"], let url = URL(string: address)
+    {
+        await runExternalHTTP(url, settings, into: &report)
+    }
+}
+
+/// The `http` scenario's 200 pair against a server of the caller's (`LOADABLE_BENCHMARKS_HTTP_URL`,
+/// a URL answered with a 200 and a JSON body of ``HTTPPayload``'s shape, with or without an `ETag`):
+/// `settings.httpRequests` syncs of an `HTTPLoadable` against as many `URLSession.data(for:)` +
+/// status check + `JSONDecoder` of the same request on the same ephemeral session, the sides
+/// taking turns in chunks of a tenth, for each round; the ratio is the median of the rounds'.
+@MainActor
+private func runExternalHTTP(_ url: URL, _ settings: Settings, into report: inout Report) async {
+    let chunk = max(settings.httpRequests / 10, 1)
+    let count = (settings.httpRequests / chunk) * chunk
+    let runs = max(settings.runs, 1)
+    let session = URLSession(configuration: .ephemeral)
+    defer { session.invalidateAndCancel() }
+    let request = httpRequest(url)
+    func bare(_ requests: Int) async -> Sample {
+        let decoder = JSONDecoder()
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            do {
+                let (data, response) = try await session.data(for: request)
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else { failHTTP("external: \(response)") }
+                blackHole(try decoder.decode(HTTPPayload.self, from: data))
+            } catch {
+                failHTTP("external bare request failed: \(error)")
+            }
+        }
+        return stopwatch.stop()
+    }
+    let loadable = HTTPLoadable<HTTPPayload>(request: request, transport: session)
+    func loadable200(_ requests: Int) async -> Sample {
+        let stopwatch = Stopwatch.start()
+        for _ in 0..<requests {
+            loadable.sync()
+            do { try await loadable.doneSyncing() } catch { failHTTP("external sync: \(error)") }
+            guard loadable.loadableState == .didSyncSuccessfully else {
+                failHTTP("external sync ended \(loadable.loadableState): \(String(describing: loadable.error))")
+            }
+        }
+        return stopwatch.stop()
+    }
+    _ = await bare(chunk)
+    _ = await loadable200(chunk)
+    let rounds = await interleavedRounds(runs: runs, count: count, chunk: chunk, sides: [bare, loadable200])
+    func microseconds(_ sample: Sample) -> Double { sample.nanoseconds(per: count) / 1e3 }
+    let ratios = zip(rounds[1], rounds[0]).map { $0.duration / $1.duration }.sorted()
+    let cpuRatios = zip(rounds[1], rounds[0]).map { $0.cpuTime / $1.cpuTime }.sorted()
+    report.add(
+        Row(
+            scenario: "http external: HTTPLoadable 200 + decode, median", value: microseconds(median(rounds[1])),
+            unit: "µs/req", allocationsPerOperation: median(rounds[1]).allocations(per: count),
+            baseline: "bare URLSession + decode, median", baselineValue: microseconds(median(rounds[0])),
+            ratio: ratios[ratios.count / 2]))
+    print(
+        String(
+            format: "http external %@: %d GETs per side and round, %d rounds; ratios %@; CPU-time ratios %@",
+            url.absoluteString, count, runs, ratios.map { String(format: "%.2f", $0) }.joined(separator: " "),
+            cpuRatios.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+}
+
+/// The `http` scenario against the ``LoopbackHTTPServer``.
+@MainActor
+private func runLoopbackHTTP(_ settings: Settings, into report: inout Report) async {
     // Each round interleaves the 2 KB sides in chunks of a tenth of the requests.
     let chunk = max(settings.httpRequests / 10, 1)
     let count = (settings.httpRequests / chunk) * chunk

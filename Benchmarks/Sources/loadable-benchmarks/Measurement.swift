@@ -5,6 +5,15 @@ import Foundation
 struct Sample {
     var duration: Duration
     var allocations: Int
+    /// The CPU time the whole process used meanwhile, all its threads
+    /// (`CLOCK_PROCESS_CPUTIME_ID`): unlike ``duration``, it leaves out the time no thread of the
+    /// process ran (waiting for a thread to wake up, or for a core on a busy machine).
+    var cpuTime: Duration = .zero
+
+    /// CPU nanoseconds for each of `operations`.
+    func cpuNanoseconds(per operations: Int) -> Double {
+        cpuTime.nanoseconds / Double(operations)
+    }
 
     /// Nanoseconds for each of `operations`.
     func nanoseconds(per operations: Int) -> Double {
@@ -22,10 +31,19 @@ struct Stopwatch {
     private static let clock = ContinuousClock()
     private let start: ContinuousClock.Instant
     private let allocationsAtStart: Int
+    private let cpuTimeAtStart: Duration
 
     private init() {
         allocationsAtStart = Int(benchmark_allocation_count())
+        cpuTimeAtStart = Self.processCPUTime()
         start = Self.clock.now
+    }
+
+    /// The CPU time the process has used so far, all its threads.
+    static func processCPUTime() -> Duration {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 
     /// Starts timing now.
@@ -34,8 +52,9 @@ struct Stopwatch {
     /// The time and allocations since ``start()``.
     func stop() -> Sample {
         let end = Self.clock.now
+        let cpuTime = Self.processCPUTime() - cpuTimeAtStart
         let allocations = Int(benchmark_allocation_count()) - allocationsAtStart
-        return Sample(duration: end - start, allocations: allocations)
+        return Sample(duration: end - start, allocations: allocations, cpuTime: cpuTime)
     }
 }
 
@@ -124,6 +143,7 @@ func interleavedRounds(
                 let sample = await sides[side](chunk)
                 totals[side].duration += sample.duration
                 totals[side].allocations += sample.allocations
+                totals[side].cpuTime += sample.cpuTime
             }
         }
         for side in sides.indices { samples[side].append(totals[side]) }
