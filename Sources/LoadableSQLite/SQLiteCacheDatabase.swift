@@ -190,10 +190,11 @@ final class SQLiteCacheDatabase {
         // the index, out of the table's order.
         deleteSavedBefore = try connection.prepare(
             "DELETE FROM entries WHERE saved_at < ?1 AND +pinned = 0 RETURNING size")
-        // Removed rows not deleted yet, pinned or not, a mark's range after the other's.
+        // Removed rows not deleted yet, pinned or not, a mark's range after the other's; once
+        // each, though a row in two overlapping ranges matches both.
         hiddenRemoved = try connection.prepare(
             """
-            SELECT entries.rowid, size FROM removed_ranges CROSS JOIN entries
+            SELECT DISTINCT entries.rowid, size FROM removed_ranges CROSS JOIN entries
             WHERE key >= start_key AND key < end_key AND used < used_before
             """)
         countRange = try connection.prepare(
@@ -740,13 +741,11 @@ final class SQLiteCacheDatabase {
     /// take room), then entries.
     private func evict(excess: Int64) throws(SQLiteFailure) {
         var rows: [Int64] = []
-        // A row in two overlapping removed ranges comes twice.
-        var seen: Set<Int64> = []
         var freed: Int64 = 0
+        // `leastRecent` passes over removed rows: no row comes from both.
         for candidates in [hiddenRemoved, leastRecent] {
             defer { candidates.reset() }
             while freed < excess, try candidates.step() {
-                guard seen.insert(candidates.int64(0)).inserted else { continue }
                 rows.append(candidates.int64(0))
                 freed += candidates.int64(1)
             }

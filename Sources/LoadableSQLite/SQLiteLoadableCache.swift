@@ -473,8 +473,9 @@ public actor SQLiteLoadableCache: LoadableCache {
     package func finishRemovals() throws -> Int {
         let rows = file.removals.withLock { $0.batchRows }
         var batches = 0
-        while try perform({ try $0.hasRemovedRanges() }) {
-            _ = try perform { try $0.removeNextBatch(rows: rows) }
+        var more = try perform { try $0.hasRemovedRanges() }
+        while more {
+            more = try perform { try $0.removeNextBatch(rows: rows) }
             batches += 1
         }
         return batches

@@ -339,10 +339,16 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         retained.remove(entry)
         willChangeCount()
         ordered.remove(entry)
-        if let removeFromDictionary { removeFromDictionary(self, entry.key) } else { entries[entry.key] = nil }
+        removeFromEntries(entry.key)
         didChangeCount()
         detach(entry)
         if entry.isSyncing { entry.value.cancelSync() }
+    }
+
+    /// Removes `key` from ``entries``, through the specialized ``removeFromDictionary`` once
+    /// ``makeEntry(for:)`` made it.
+    private func removeFromEntries(_ key: Key) {
+        if let removeFromDictionary { removeFromDictionary(self, key) } else { entries[key] = nil }
     }
 
     /// Unhooks an entry that left the dictionary: it no longer counts as syncing, and its loadable
@@ -410,7 +416,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         while let head = retainedHead, head.expiresAt <= now, !head.isSyncing {
             retained.remove(head)
             ordered.remove(head)
-            if let removeFromDictionary { removeFromDictionary(self, head.key) } else { entries[head.key] = nil }
+            removeFromEntries(head.key)
             detach(head)
         }
         didChangeCount()
