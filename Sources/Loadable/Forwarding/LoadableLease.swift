@@ -1,10 +1,11 @@
 public import Observation
 
-/// Ends a lease's use counted by `tracker` (a store's entry); for a lease's `deinit`, through
-/// ``leaseEndsOnMainActor``.
+/// Ends a lease's use counted by `tracker` (a store's entry, never `nil`: the optional is the
+/// lease's stored property, passed as it is so that the call copies nothing); for a lease's
+/// `deinit`, through ``leaseEndsOnMainActor``.
 @MainActor
-private func endTrackedLeaseUse(_ tracker: any LoadableLeaseTracker) {
-    tracker.leaseDidEnd()
+private func endTrackedLeaseUse(_ tracker: (any LoadableLeaseTracker)?) {
+    tracker.unsafelyUnwrapped.leaseDidEnd()
 }
 
 /// Ends a lease's use of `loadable`, counted by the loadable itself; for a lease's `deinit`,
@@ -16,13 +17,13 @@ private func endLeaseUse(_ loadable: any SyncableLoadable) {
 
 /// The two functions above.
 private struct MainActorLeaseEnds {
-    let tracked: @MainActor (any LoadableLeaseTracker) -> Void
+    let tracked: @MainActor ((any LoadableLeaseTracker)?) -> Void
     let untracked: @MainActor (any SyncableLoadable) -> Void
 }
 
 /// ``MainActorLeaseEnds`` without the isolation: the same layout.
 private struct NonisolatedLeaseEnds {
-    let tracked: (any LoadableLeaseTracker) -> Void
+    let tracked: ((any LoadableLeaseTracker)?) -> Void
     let untracked: (any SyncableLoadable) -> Void
 }
 
@@ -104,13 +105,15 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
     ///   - tracker: Told of the beginning and the end of this lease instead of `loadable`.
     @usableFromInline
     package init(_ loadable: Value, tracker: (any LoadableLeaseTracker)? = nil) {
-        storedLoadable = MainActorObject(loadable)
-        self.tracker = MainActorObject(tracker)
+        // The use begins before the arguments are stored, so that storing them is their last
+        // use and copies nothing.
         if let tracker {
             tracker.leaseDidBegin()
         } else {
             loadable.beginUseIfCounted()
         }
+        storedLoadable = MainActorObject(loadable)
+        self.tracker = MainActorObject(tracker)
     }
 
     /// Whether ``release()`` was called.
@@ -138,8 +141,8 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
         // not, a trip through the runtime, and needs macOS 15.4 or iOS 18.4.)
         guard isLive else { return }
         if isRunningOnMainQueue() {
-            if let tracker = tracker.value {
-                leaseEndsOnMainActor.tracked(tracker)
+            if tracker.value != nil {
+                leaseEndsOnMainActor.tracked(tracker.value)
             } else {
                 leaseEndsOnMainActor.untracked(storedLoadable.value)
             }

@@ -126,8 +126,15 @@ private let mainQueueKey: DispatchSpecificKey<Bool> = {
 /// `Thread.isMainThread` is not enough: on Linux, `dispatchMain()` (used by an async `main`)
 /// serves the main queue from a worker thread.
 func isRunningOnMainQueue() -> Bool {
-    DispatchQueue.getSpecific(key: mainQueueKey) == true
+    // The overlays of Linux and Apple platforms both key a queue's value by the key object's
+    // address.
+    dispatchGetSpecific(Unmanaged.passUnretained(mainQueueKey).toOpaque()) != nil
 }
+
+/// libdispatch's own `dispatch_get_specific`, which the overlay hides behind a generic
+/// `getSpecific(key:)` that boxes and casts the value (most of the check's cost).
+@_silgen_name("dispatch_get_specific")
+private func dispatchGetSpecific(_ key: UnsafeRawPointer) -> UnsafeMutableRawPointer?
 
 /// Runs `body` on the main actor: now if this is the main actor (a `deinit` on the main thread),
 /// otherwise in a task (a main-actor object released on another thread).
