@@ -117,6 +117,65 @@ struct StoreSyncingCountTests {
         #expect(removed.count == 1)
     }
 
+    /// A change of `count` with no read since the last change told skips Observation's registrar:
+    /// these are the trackings that must still be told.
+    @Test("count: a tracking made after a change, or by an observer while a change is told, is told of the next change")
+    func countTrackingsAfterSkippedChanges() async {
+        let clock = ManualClock()
+        let store = countedStore(retention: .seconds(10), clock: clock, log: CallLog())
+        let first = ChangeCounter()
+        let second = ChangeCounter()
+        withObservationTracking {
+            _ = store.count
+        } onChange: {
+            first.count += 1
+            // Made while the registrar tells of the first change (on the main actor, which
+            // makes the change).
+            MainActor.assumeIsolated {
+                withObservationTracking {
+                    _ = store.count
+                } onChange: {
+                    second.count += 1
+                }
+            }
+        }
+        _ = store.lease(1)
+        #expect(first.count == 1)
+        #expect(second.count == 0)
+        _ = store.lease(2)
+        #expect(second.count == 1)
+        // Changes nobody tracks, then a new tracking: told of the next change, whichever kind.
+        _ = store.lease(3)
+        store.remove(3)
+        for change in ["made", "removed", "expired", "all removed"] {
+            let counter = ChangeCounter()
+            withObservationTracking {
+                _ = store.count
+            } onChange: {
+                counter.count += 1
+            }
+            switch change {
+            case "made": store.lease(4).release()
+            case "removed": store.remove(4)
+            case "expired":
+                store.lease(5).release()
+                #expect(counter.count == 1)  // made
+                withObservationTracking {
+                    _ = store.count
+                } onChange: {
+                    counter.count += 1
+                }
+                await waitForTimer(clock)
+                await clock.advance(by: .seconds(10))
+                #expect(counter.count == 2, "\(change)")
+                continue
+            default: store.removeAll()
+            }
+            #expect(counter.count == 1, "\(change)")
+        }
+        #expect(store.count == 0)
+    }
+
     @Test("syncingCount is tracked by Observation")
     func syncingCountObservation() {
         let clock = ManualClock()
