@@ -79,10 +79,6 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
     @exclusivity(unchecked) private var observation: ObservationState?
-    /// Whether ``count`` was read since Observation was last told of a change of it. Every
-    /// tracking of it is made by a read and ends at the first change it is told of, so a change
-    /// with no read since the last one told has nobody to tell, and skips the registrar.
-    @exclusivity(unchecked) private var countWasRead = false
     /// How entries are persisted, for a store made with a cache.
     @exclusivity(unchecked) private var persistence: StorePersistence<Key, Value>?
 
@@ -149,7 +145,6 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
 
     /// The number of entries, leased or retained.
     public var count: Int {
-        countWasRead = true
         access(StoreObservationKey.count)
         return entries.count
     }
@@ -244,11 +239,11 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// know when that is done.
     public func removeAll() {
         let all = orderedEntries(where: { _ in true })
-        let told = willChangeCount()
+        willChangeCount()
         ordered.removeAll()
         retained.removeAll()
         entries.removeAll()
-        didChangeCount(told: told)
+        didChangeCount()
         for entry in all { detach(entry) }
         persistence?.removeAllCachedEntries()
         for entry in all where entry.isSyncing { entry.value.cancelSync() }
@@ -279,7 +274,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         // A `make` may lease other keys, and they theirs, but none can have made this key.
         let entry = Entry(key: key, value: value, store: self)
         adopt(entry)
-        let told = willChangeCount()
+        willChangeCount()
         entries[key] = entry
         if removeFromDictionary == nil {
             // Made here, in code specialized for the app's key type, so that the removals made by
@@ -287,7 +282,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
             // store is passed, not captured: no context, and no retain of the store per call.
             removeFromDictionary = { store, key in store.entries[key] = nil }
         }
-        didAddEntry(entry, told: told)
+        didAddEntry(entry)
         return entry
     }
 
@@ -310,12 +305,11 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         }
     }
 
-    /// Ends the addition of `entry`, which is in the dictionary now; `told` is what
-    /// ``willChangeCount()`` returned.
+    /// Ends the addition of `entry`, which is in the dictionary now.
     @usableFromInline
-    func didAddEntry(_ entry: Entry, told: Bool) {
+    func didAddEntry(_ entry: Entry) {
         ordered.append(entry)
-        didChangeCount(told: told)
+        didChangeCount()
         // The core's state, which the syncing watcher follows (`isSyncing` may read another's).
         if let core = entry.core, core.state == .syncing { syncingCountDidChange(by: 1) }
     }
@@ -343,10 +337,10 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// that uses the store: the entry is already gone by then).
     private func drop(_ entry: Entry) {
         retained.remove(entry)
-        let told = willChangeCount()
+        willChangeCount()
         ordered.remove(entry)
         removeFromEntries(entry.key)
-        didChangeCount(told: told)
+        didChangeCount()
         detach(entry)
         if entry.isSyncing { entry.value.cancelSync() }
     }
@@ -418,14 +412,14 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// loadable before the next is read, so that its memory is read once while it is in the cache.
     private func dropExpiredEntries(until now: Duration) {
         // Told first: an observer told at once may lease an entry, which then stays.
-        let told = willChangeCount()
+        willChangeCount()
         while let head = retainedHead, head.expiresAt <= now, !head.isSyncing {
             retained.remove(head)
             ordered.remove(head)
             removeFromEntries(head.key)
             detach(head)
         }
-        didChangeCount(told: told)
+        didChangeCount()
     }
 
     // MARK: - Observation
@@ -438,25 +432,14 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         ObservationState.made(in: &observation).registrar.access(StoreObservationKey(), keyPath: keyPath)
     }
 
-    /// Tells Observation that ``count`` will change, if it was read since the last change told
-    /// (see ``countWasRead``); returns whether it told, for ``didChangeCount(told:)``. The two
-    /// bracket each change, and a change inside another (an observer told at once leases a key)
-    /// is bracketed on its own.
     @usableFromInline
-    func willChangeCount() -> Bool {
-        guard countWasRead, let observation else { return false }
-        countWasRead = false
-        observation.registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.count)
-        return true
+    func willChangeCount() {
+        observation?.registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.count)
     }
 
-    /// Tells Observation that ``count`` changed, if ``willChangeCount()`` told it that it would,
-    /// or if it was read since (by code the change ran: an observer told at once, a `deinit`).
-    /// A read since stays marked: the tracking it made waits for the next change.
     @usableFromInline
-    func didChangeCount(told: Bool) {
-        guard told || countWasRead, let observation else { return }
-        observation.registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.count)
+    func didChangeCount() {
+        observation?.registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.count)
     }
 }
 

@@ -176,6 +176,25 @@ struct StoreSyncingCountTests {
         #expect(store.count == 0)
     }
 
+    /// `withObservationTracking` installs its observer after its closure returns: a change made
+    /// inside the closure after the read must not stop the next change from being told.
+    @Test("count: a tracking whose closure reads count and then makes an entry is told of the next change")
+    func countChangedInsideTrackingClosure() {
+        let store = countedStore(retention: .seconds(10), clock: ManualClock(), log: CallLog())
+        let counter = ChangeCounter()
+        var leases: [CountedLease] = []
+        withObservationTracking {
+            _ = store.count
+            leases.append(store.lease(1))  // a view body that reads count, then leases a key
+        } onChange: {
+            counter.count += 1
+        }
+        #expect(counter.count == 0)
+        leases.append(store.lease(2))
+        #expect(counter.count == 1)
+        #expect(store.count == 2)
+    }
+
     @Test("syncingCount is tracked by Observation")
     func syncingCountObservation() {
         let clock = ManualClock()
