@@ -17,12 +17,13 @@ import LoadableSQLite
 /// - At size: per-entry cost of a save that replaces an existing entry (about 1 KB) and of a load
 ///   of an existing entry, keys drawn at random, in a cache holding 1,000 entries and in one
 ///   holding 100,000 (under `a/`, with 10,000 more under `b/` and keys just outside `a/`'s range);
-///   the two take turns in chunks of 100, from one task off the main actor. Then `removeAll()` of
-///   `cache.scoped("a/")` over the 100,000 (one `removeEntries(keyPrefix:)`, which marks the
-///   scope removed and leaves its rows to the cache's batches), timed, the entries outside the
-///   scope checked by loads timed one by one while the batches run; again on a freshly filled
-///   cache. Filling the 100,000 (one save
-///   per new key) also gives the cost of the first and last 1,000 saves.
+///   the two take turns in chunks of 100, from one task off the main actor, with SQLite's floor
+///   on the same two files (``SizedCache/bareSaves(_:)``, ``SizedCache/bareLoads(_:)``) in the
+///   same turns. Then `removeAll()` of `cache.scoped("a/")` over the 100,000 (one
+///   `removeEntries(keyPrefix:)`, which marks the scope removed and leaves its rows to the
+///   cache's batches), timed, the entries outside the scope checked by loads timed one by one
+///   while the batches run; again on a freshly filled cache. Filling the 100,000 (one save per new
+///   key) also gives the cost of the first and last 1,000 saves.
 /// - Against GRDB 7.10.0 (`DatabaseQueue`, the same system SQLite): the same 1,000 keys with
 ///   about 1 KB each, upserted (each its own `BEGIN IMMEDIATE` transaction) and read back by key,
 ///   in random order, all sides taking turns in chunks of 100, each chunk from one task off the
