@@ -12,8 +12,11 @@
 /// The system frees a `flock` lock when its descriptor closes, and so when the process exits or
 /// dies (a kill included). A lock belongs to the open file, not to the process, so two lock
 /// objects of one process on one file conflict as two processes do. Descriptors are opened
-/// close-on-exec: a child process never inherits a lock. Lock files stay when released (removing
-/// one while another process waits for it would let two hold it); each is empty.
+/// close-on-exec: a child process never inherits a lock. A release unlocks before it closes: a
+/// child that another thread is starting holds a copy of every descriptor between its fork and
+/// its `exec`, and a close alone would leave the lock held by that copy until then. Lock files
+/// stay when released (removing one while another process waits for it would let two hold it);
+/// each is empty.
 package enum FileLock {
     /// Takes the lock named `key` in the folder of locks `folder` without waiting: the file named
     /// as the file cache names an entry's file (``FileLoadableCache/fileName(forKey:)``), so that
@@ -41,7 +44,7 @@ package enum FileLock {
         guard let descriptor = try lockedDescriptor(atPath: path, inFolder: folder, waiting: false) else {
             return nil
         }
-        return LoadableCacheLock { close(descriptor) }
+        return LoadableCacheLock { unlockAndClose(descriptor) }
     }
 
     /// Takes the lock of the file at `path` (made, with its folder `folder`, if needed), waiting
@@ -53,7 +56,7 @@ package enum FileLock {
     package static func lock(atPath path: String, inFolder folder: String) throws -> LoadableCacheLock {
         // Waiting never gives `nil`.
         let descriptor = try lockedDescriptor(atPath: path, inFolder: folder, waiting: true)!
-        return LoadableCacheLock { close(descriptor) }
+        return LoadableCacheLock { unlockAndClose(descriptor) }
     }
 
     /// A descriptor of the file at `path` holding its lock; `nil` when another holds it and
@@ -84,6 +87,13 @@ package enum FileLock {
             close(descriptor)
         }
         throw FileIOError(operation: "flock", path: path, code: ESTALE)
+    }
+
+    /// Frees the lock of `descriptor` for every copy of it (a child between fork and `exec` may
+    /// hold one), then closes it.
+    private static func unlockAndClose(_ descriptor: Int32) {
+        _ = flock(descriptor, LOCK_UN)
+        close(descriptor)
     }
 
     /// Whether the file open as `descriptor` is the one at `path`.

@@ -35,6 +35,49 @@ struct CacheLockTests {
         again.release()
     }
 
+    #if os(Linux)
+        /// A child process that another thread is starting holds a copy of every descriptor
+        /// between its fork and its `exec`; a copy made with `dup` stands for it here.
+        @Test(
+            "a release frees the lock though a copy of its descriptor is still open (a child between fork and exec)",
+            arguments: [LockCacheKind.file, .sqlite])
+        func releaseWithCopiedDescriptor(kind: LockCacheKind) async throws {
+            let subject = try LockSubject(kind)
+            defer { subject.cleanUp() }
+            let lock = try #require(try await subject.cache.tryLock(key: "outbox"))
+            // Only the lock files' descriptors: closing a copy of the database's would drop
+            // SQLite's own (process-wide) locks on it.
+            let locks =
+                kind == .file
+                ? subject.directory.appendingPathComponent("locks")
+                : URL(fileURLWithPath: subject.databaseFile.path + "-locks")
+            let file = locks.appendingPathComponent(FileLoadableCache.fileName(forKey: "outbox"))
+            let copies = try Self.copyDescriptors(of: file)
+            defer { for copy in copies { close(copy) } }
+            #expect(copies.count == 1)
+            lock.release()
+            let again = try await subject.another().tryLock(key: "outbox")
+            #expect(again != nil)
+            withExtendedLifetime(again) {}
+        }
+
+        /// `dup` of each descriptor of this process open on `file`.
+        private static func copyDescriptors(of file: URL) throws -> [Int32] {
+            let path = file.resolvingSymlinksInPath().path
+            // All found before any is copied: a copy takes the lowest free number, which may be
+            // that of the listing's own descriptor, closed since.
+            let found = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap { name in
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")
+                return target == path ? Int32(name) : nil
+            }
+            return try found.map { descriptor in
+                let copy = dup(descriptor)
+                guard copy >= 0 else { throw CocoaError(.fileReadUnknown) }
+                return copy
+            }
+        }
+    #endif
+
     @Test("a lock object dropped without release frees its lock", arguments: LockCacheKind.allCases)
     func droppedLockFrees(kind: LockCacheKind) async throws {
         let subject = try LockSubject(kind)
