@@ -64,6 +64,9 @@ final class SQLiteCacheDatabase {
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
+    private let savepoint: SQLiteStatement
+    private let releaseSavepoint: SQLiteStatement
+    private let rollbackToSavepoint: SQLiteStatement
     private let select: SQLiteStatement
     private let selectTouching: SQLiteStatement
     private let sizeOfKey: SQLiteStatement
@@ -149,6 +152,9 @@ final class SQLiteCacheDatabase {
         begin = try connection.prepare("BEGIN IMMEDIATE")
         commit = try connection.prepare("COMMIT")
         rollback = try connection.prepare("ROLLBACK")
+        savepoint = try connection.prepare("SAVEPOINT entry")
+        releaseSavepoint = try connection.prepare("RELEASE entry")
+        rollbackToSavepoint = try connection.prepare("ROLLBACK TO entry")
         select = try connection.prepare(
             "SELECT data, saved_at, version, metadata, pinned FROM entries WHERE key = ?1 AND NOT \(Self.isRemoved)")
         selectTouching = try connection.prepare(
@@ -356,6 +362,68 @@ final class SQLiteCacheDatabase {
     /// entry is removed.
     func save(_ entry: CachedEntry, key: String, limit: Int?) throws(SQLiteFailure) {
         try transaction { () throws(SQLiteFailure) in try saveRow(entry, key: key, limit: limit) }
+    }
+
+    /// For tests: the transactions this connection committed (one per call that writes, one per
+    /// group of saves).
+    private(set) var commits = 0
+    /// For tests: a save of this key in a group fails after its savepoint, once.
+    var failingGroupSave: String?
+    /// For tests: the next commit of a group fails (and the group is rolled back), once.
+    var failsNextGroupCommit = false
+
+    /// Whether the transaction of a group of saves is open (``saveInGroup(_:key:limit:)``).
+    var isInGroup: Bool { connection.isInTransaction }
+
+    /// Saves `entry` under `key` by the rules of ``save(_:key:limit:)``, in the transaction of a
+    /// group of saves, which the first save opens (`BEGIN IMMEDIATE`) and ``commitGroup()`` ends:
+    /// each save in a savepoint of its own, so that a failed one is undone alone. After a failure
+    /// SQLite may have rolled the whole transaction back (a full disk): ``isInGroup`` then reads
+    /// `false`, and the group's earlier saves are not written.
+    func saveInGroup(_ entry: CachedEntry, key: String, limit: Int?) throws(SQLiteFailure) {
+        if !connection.isInTransaction {
+            defer { begin.reset() }
+            try begin.run()
+        }
+        do {
+            defer { savepoint.reset() }
+            try savepoint.run()
+        }
+        do throws(SQLiteFailure) {
+            if let failing = failingGroupSave, failing == key {
+                failingGroupSave = nil
+                throw SQLiteFailure(code: SQLITE_CONSTRAINT, message: "a save refused for a test")
+            }
+            try saveRow(entry, key: key, limit: limit)
+            defer { releaseSavepoint.reset() }
+            try releaseSavepoint.run()
+        } catch {
+            // Either may fail harmlessly when SQLite has rolled the transaction back already.
+            _ = try? rollbackToSavepoint.run()
+            rollbackToSavepoint.reset()
+            _ = try? releaseSavepoint.run()
+            releaseSavepoint.reset()
+            throw error
+        }
+    }
+
+    /// Commits the transaction of a group of saves, if one is open; rolls it back if the commit
+    /// fails.
+    func commitGroup() throws(SQLiteFailure) {
+        guard connection.isInTransaction else { return }
+        do throws(SQLiteFailure) {
+            if failsNextGroupCommit {
+                failsNextGroupCommit = false
+                throw SQLiteFailure(code: SQLITE_FULL, message: "a commit refused for a test")
+            }
+            defer { commit.reset() }
+            try commit.run()
+            commits += 1
+        } catch {
+            _ = try? rollback.run()
+            rollback.reset()
+            throw error
+        }
     }
 
     /// What an update's change leaves to write.
@@ -673,6 +741,7 @@ final class SQLiteCacheDatabase {
             try body()
             defer { commit.reset() }
             try commit.run()
+            commits += 1
         } catch {
             // SQLite may have rolled back already (a full disk): then this fails, harmlessly.
             _ = try? rollback.run()

@@ -165,6 +165,9 @@ final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
+    /// Whether a transaction is open (SQLite rolls one back by itself after some failures).
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// Whether the file was opened for reading only (the system refused writing).
     var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 

@@ -64,6 +64,14 @@ import LoadableSupport
 /// writes, and two stores (or outboxes) that would overwrite each other's entries through two
 /// objects stop the program with the same message as through one.
 ///
+/// **Groups of saves.** The saves and restores that the package's persistence queue has waiting
+/// in a row for this object (`persist(in:key:)`, a store's entries; never an outbox's) run as a
+/// group: one `BEGIN IMMEDIATE` transaction for up to 64 of them, each save in a savepoint of its
+/// own, so that it fails alone, one commit. The queue reports each result after the commit; when
+/// the commit fails, the group is rolled back and its saves and restores run again one by one.
+/// Any other call while a group's transaction is open commits it first. Calls made directly on
+/// the cache are never grouped.
+///
 /// **Two processes, one entry.** ``update(key:_:)`` loads an entry and writes its change in one
 /// transaction, which no other process's write comes into. ``tryLock(key:)`` locks a file in a
 /// folder beside the database, `<name>-locks/` (for `cache.sqlite`, `cache.sqlite-locks/`), whose
@@ -105,6 +113,9 @@ public actor SQLiteLoadableCache: LoadableCache {
     private nonisolated let locksPath: String
     /// Whether a task of this object deletes the rows of removed ranges, batch after batch.
     private var isRemoving = false
+    /// The group of saves whose transaction is open on ``database`` (see `CacheWriteGroup`), and
+    /// that database: every call that is not a save of the group commits it first.
+    private var openGroup: (group: CacheWriteGroup, database: SQLiteCacheDatabase)?
 
     /// Opens the database at `path`, creating it and its folder if needed.
     ///
@@ -165,7 +176,12 @@ public actor SQLiteLoadableCache: LoadableCache {
         let loaded: SQLiteCacheDatabase.Loaded
         let touching = maxBytes != nil
         do {
-            loaded = try perform { try $0.load(key: canonical, touching: touching) }
+            if let group = CacheWriteGroup.current, group.includes(self) {
+                // A restore the queue runs between the group's saves: read inside its transaction.
+                loaded = try inGroup(group) { try $0.load(key: canonical, touching: touching) }
+            } else {
+                loaded = try perform { try $0.load(key: canonical, touching: touching) }
+            }
         } catch let error where error.movedTo != nil {
             throw LoadableCacheError.corrupt(key: key, reason: error.description)
         } catch {
@@ -189,11 +205,65 @@ public actor SQLiteLoadableCache: LoadableCache {
     public func save(_ entry: CachedEntry, key: String) throws {
         try CachedEntry.checkSavedAt(entry.savedAt, key: key)
         let canonical = canonicalCacheKey(key)
+        let limit = maxBytes
         do {
-            let limit = maxBytes
-            try perform { try $0.save(entry, key: canonical, limit: limit) }
+            if let group = CacheWriteGroup.current, group.includes(self) {
+                try inGroup(group) { try $0.saveInGroup(entry, key: canonical, limit: limit) }
+            } else {
+                try perform { try $0.save(entry, key: canonical, limit: limit) }
+            }
         } catch {
             throw LoadableCacheError.saveFailed(key: key, underlying: error)
+        }
+    }
+
+    // MARK: - Groups of saves
+
+    /// Runs `body` (a save or a load) in the transaction of `group`, which its first save opens
+    /// (a group's calls come from the cache queue, one after the other, in one task). The group
+    /// learns when the transaction opens and when it is lost: rolled back by SQLite after a
+    /// failure, or gone with a database the object had to open again.
+    private func inGroup<Result>(
+        _ group: CacheWriteGroup, _ body: (SQLiteCacheDatabase) throws -> Result
+    ) throws(SQLiteCacheError) -> Result {
+        if let open = openGroup, open.group !== group { closeOpenGroup() }
+        defer {
+            if let database, database.isInGroup {
+                if let open = openGroup, open.database !== database {
+                    open.group.closed(failed: true)
+                    openGroup = nil
+                }
+                if openGroup == nil {
+                    openGroup = (group, database)
+                    group.opened { await self.endGroup(group) }
+                }
+            } else if let open = openGroup {
+                openGroup = nil
+                open.group.closed(failed: true)
+            }
+        }
+        return try perform(inGroup: true, body)
+    }
+
+    /// Commits the transaction of `group` if it is still open (the queue ends the group).
+    private func endGroup(_ group: CacheWriteGroup) {
+        guard let open = openGroup, open.group === group else { return }
+        closeOpenGroup()
+    }
+
+    /// Commits the open group's transaction and tells the group how it went.
+    private func closeOpenGroup() {
+        guard let open = openGroup else { return }
+        openGroup = nil
+        guard open.database === database, open.database.isInGroup else {
+            open.group.closed(failed: true)
+            return
+        }
+        do {
+            try open.database.commitGroup()
+            open.group.closed(failed: false)
+        } catch {
+            open.group.closed(failed: true)
         }
     }
 
@@ -427,7 +497,8 @@ public actor SQLiteLoadableCache: LoadableCache {
     /// The path's entries: every object on the path reads and writes them (one queue, one set of
     /// claims).
     public nonisolated var sharedEntries: LoadableCacheEntries {
-        LoadableCacheEntries(id: ObjectIdentifier(file), cacheName: "SQLiteLoadableCache")
+        LoadableCacheEntries(
+            id: ObjectIdentifier(file), cacheName: "SQLiteLoadableCache", groupWriter: ObjectIdentifier(self))
     }
 
     // MARK: - Locks
@@ -446,6 +517,19 @@ public actor SQLiteLoadableCache: LoadableCache {
     }
 
     // MARK: - For tests
+
+    /// The transactions the open database committed: one per call that writes, one per group of
+    /// saves (see `CacheWriteGroup`).
+    package func commitCount() -> Int {
+        database?.commits ?? 0
+    }
+
+    /// Makes the next save of `key` in a group fail after its savepoint (the group goes on), and,
+    /// with `commit`, the next commit of a group fail (the group is rolled back); each once.
+    package func failInGroups(saveOf key: String?, commit: Bool) {
+        database?.failingGroupSave = key.map(canonicalCacheKey)
+        database?.failsNextGroupCommit = commit
+    }
 
     /// The bytes ``maxBytes`` counts, and the NFC keys in the order eviction would take them: the
     /// unpinned ones from least to most recently used, then the pinned ones (never evicted), from
@@ -519,8 +603,9 @@ public actor SQLiteLoadableCache: LoadableCache {
     /// whose file another object moved is closed after the move: SQLite then skips the checkpoint
     /// and leaves the logs at the path, which are the fresh file's, alone.
     private func perform<Result>(
-        _ body: (SQLiteCacheDatabase) throws -> Result
+        inGroup: Bool = false, _ body: (SQLiteCacheDatabase) throws -> Result
     ) throws(SQLiteCacheError) -> Result {
+        if !inGroup, openGroup != nil { closeOpenGroup() }
         let failure: SQLiteFailure
         do {
             return try body(try opened())

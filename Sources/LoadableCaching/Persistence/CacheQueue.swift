@@ -13,6 +13,11 @@ import LoadableSupport
 /// (only the newest contents matter), unless another job of that key was queued in between; a
 /// touch waiting for its turn likewise (see ``enqueueTouch(in:key:save:touch:)``).
 ///
+/// **Groups.** Repeatable saves and reads waiting in a row for a cache object that writes in groups
+/// (``LoadableCacheEntries/groupWriter``: the SQLite cache) run as one ``CacheWriteGroup``, up to
+/// ``groupLimit`` of them: the object writes them in one transaction, and their main-actor steps
+/// are handed over once it is committed (or the jobs run again alone when it was not).
+///
 /// **Threads.** One task off the main actor runs the jobs' work (encode and save, load and decode)
 /// one after the other, without going back to the main actor in between: a trip there and back
 /// costs two thread wake-ups, several times the work of a small entry. What a job does afterwards
@@ -34,9 +39,17 @@ package final class CacheQueue: Sendable {
     }
 
     /// Queues a save of `key` in `cache`, or replaces the save of it that waits for its turn.
-    @MainActor static func enqueueSave(in cache: any LoadableCache, key: String, work: @escaping Work) {
+    ///
+    /// A `repeatable` save (its work writes what it captured, and running it twice does what
+    /// running it once does) may run in a group with the saves and reads waiting next to it, for
+    /// a cache that writes in groups (see ``CacheWriteGroup``): when the group's commit fails, its
+    /// work runs again alone. A save that is not (an outbox's, which takes what it writes from
+    /// shared state) always runs alone.
+    @MainActor static func enqueueSave(
+        in cache: any LoadableCache, key: String, repeatable: Bool = false, work: @escaping Work
+    ) {
         let entries = cache.sharedEntries
-        of(entries).enqueueSave(key: entries.key(key), work: work)
+        of(entries).enqueueSave(key: entries.key(key), writer: repeatable ? entries.groupWriter : nil, work: work)
     }
 
     /// Queues a touch of `key` in `cache` (a new date for contents confirmed as they are): `touch`,
@@ -48,6 +61,14 @@ package final class CacheQueue: Sendable {
     ) {
         let entries = cache.sharedEntries
         of(entries).enqueueTouch(key: entries.key(key), save: save, touch: touch)
+    }
+
+    /// Queues a read of `key` in `cache` (a restore), whose work may run twice: for a cache that
+    /// writes in groups, it joins a group of the saves around it, and reads inside the group's
+    /// transaction (run again alone when the group's commit fails).
+    @MainActor static func enqueueRead(in cache: any LoadableCache, key: String, work: @escaping Work) {
+        let entries = cache.sharedEntries
+        of(entries).enqueue(Job(key: entries.key(key), work: work, writer: entries.groupWriter))
     }
 
     /// Queues a job about `key` in `cache` (about every key for `nil`) that is not a save.
@@ -76,11 +97,16 @@ package final class CacheQueue: Sendable {
         /// Whether the job only touches its entry (its contents are on disk already); guarded by
         /// the queue's lock.
         fileprivate var isTouch: Bool
+        /// For a save or a read, the cache object that runs it in a group with the saves and
+        /// reads next to it (``LoadableCacheEntries/groupWriter``); `nil` for any other job, or
+        /// one run alone. Guarded by the queue's lock.
+        fileprivate var writer: ObjectIdentifier?
 
-        init(key: String?, work: @escaping Work, isTouch: Bool = false) {
+        init(key: String?, work: @escaping Work, isTouch: Bool = false, writer: ObjectIdentifier? = nil) {
             self.key = key
             self.work = work
             self.isTouch = isTouch
+            self.writer = writer
         }
     }
 
@@ -108,14 +134,15 @@ package final class CacheQueue: Sendable {
     }
 
     /// Queues a save of `key`, or replaces the save of `key` that is waiting for its turn.
-    @MainActor private func enqueueSave(key: String, work: @escaping Work) {
+    @MainActor private func enqueueSave(key: String, writer: ObjectIdentifier?, work: @escaping Work) {
         let startsRun = state.withLock { state -> Bool in
             if let waiting = state.waitingSaves[key] {
                 waiting.work = work
                 waiting.isTouch = false
+                waiting.writer = writer
                 return false
             }
-            let job = Job(key: key, work: work)
+            let job = Job(key: key, work: work, writer: writer)
             state.waitingSaves[key] = job
             return Self.append(job, to: &state)
         }
@@ -159,10 +186,15 @@ package final class CacheQueue: Sendable {
         Task.detached { await self.runJobs() }
     }
 
-    /// Runs job after job until none is left.
+    /// Runs job after job until none is left; saves and reads waiting in a row for one writer
+    /// run as a group.
     private func runJobs() async {
-        while let work = takeJob() {
-            if let step = await work() { handOver(step) }
+        while let (work, writer) = takeJob() {
+            if let writer, let next = takeSave(for: writer) {
+                await runGroup(of: writer, [work, next])
+            } else if let step = await work() {
+                handOver(step)
+            }
         }
         // The queue is forgotten on the main actor, after the steps of its last jobs, unless a job
         // was queued meanwhile.
@@ -172,8 +204,37 @@ package final class CacheQueue: Sendable {
         }
     }
 
-    /// The next job's work; `nil` (and the run ends) when there is none.
-    private func takeJob() -> Work? {
+    /// The most saves in one group: the writer's transaction holds the file's write lock while
+    /// the group runs (its work encodes too), so that another process waits for a bounded time.
+    static let groupLimit = 64
+
+    /// Runs the saves and reads `works` (two, taken) and those that follow them for `writer`, up
+    /// to ``groupLimit``, as one ``CacheWriteGroup``; hands over their steps once the group is
+    /// written, or runs each again alone when a save of the group was lost.
+    private func runGroup(of writer: ObjectIdentifier, _ first: [Work]) async {
+        let group = CacheWriteGroup(writer: writer)
+        var works = first
+        var steps: [(@MainActor () -> Void)?] = []
+        var index = 0
+        while index < works.count {
+            let work = works[index]
+            steps.append(await group.run { await work() })
+            index += 1
+            if index == works.count, works.count < Self.groupLimit, let next = takeSave(for: writer) {
+                works.append(next)
+            }
+        }
+        if await group.end() {
+            for case let step? in steps { handOver(step) }
+        } else {
+            for work in works {
+                if let step = await work() { handOver(step) }
+            }
+        }
+    }
+
+    /// The next job's work and its group writer; `nil` (and the run ends) when there is none.
+    private func takeJob() -> (Work, ObjectIdentifier?)? {
         state.withLock { state in
             guard state.next < state.jobs.count else {
                 state.jobs.removeAll()
@@ -181,19 +242,33 @@ package final class CacheQueue: Sendable {
                 state.isRunning = false
                 return nil
             }
-            let job = state.jobs[state.next]
-            state.next += 1
-            if let key = job.key, state.waitingSaves[key] === job { state.waitingSaves[key] = nil }
-            // The job stays in the list until it is compacted; what its work holds (contents, an
-            // outbox's queue) goes now, so that the app's next change of it copies nothing.
-            let work = job.work
-            job.work = Self.doneWork
-            if state.next >= 64, state.next * 2 >= state.jobs.count {
-                state.jobs.removeFirst(state.next)
-                state.next = 0
-            }
-            return work
+            return Self.take(from: &state)
         }
+    }
+
+    /// The next job's work if it is a save or a read for `writer`; `nil` (the run goes on)
+    /// otherwise.
+    private func takeSave(for writer: ObjectIdentifier) -> Work? {
+        state.withLock { state in
+            guard state.next < state.jobs.count, state.jobs[state.next].writer == writer else { return nil }
+            return Self.take(from: &state).0
+        }
+    }
+
+    /// Takes the next job, which there is.
+    private static func take(from state: inout State) -> (Work, ObjectIdentifier?) {
+        let job = state.jobs[state.next]
+        state.next += 1
+        if let key = job.key, state.waitingSaves[key] === job { state.waitingSaves[key] = nil }
+        // The job stays in the list until it is compacted; what its work holds (contents, an
+        // outbox's queue) goes now, so that the app's next change of it copies nothing.
+        let work = job.work
+        job.work = Self.doneWork
+        if state.next >= 64, state.next * 2 >= state.jobs.count {
+            state.jobs.removeFirst(state.next)
+            state.next = 0
+        }
+        return (work, job.writer)
     }
 
     /// The work of a job taken from the list.

@@ -166,18 +166,43 @@ public struct LoadableCacheEntries: Sendable, Hashable {
     ///     (and that lives as long as they do).
     ///   - cacheName: The cache's name for messages: its type's name.
     public init(id: ObjectIdentifier, cacheName: String) {
-        self.init(id: id, cacheName: cacheName, keyPrefix: "")
+        self.init(id: id, cacheName: cacheName, keyPrefix: "", groupWriter: nil)
     }
 
-    private init(id: ObjectIdentifier, cacheName: String, keyPrefix: String) {
+    /// The entries of a cache object that writes the saves the queue has waiting in groups
+    /// (``CacheWriteGroup``): `groupWriter` is the object that takes them, which a ``scoped(_:)``
+    /// view keeps.
+    package init(id: ObjectIdentifier, cacheName: String, groupWriter: ObjectIdentifier) {
+        self.init(id: id, cacheName: cacheName, keyPrefix: "", groupWriter: groupWriter)
+    }
+
+    private init(id: ObjectIdentifier, cacheName: String, keyPrefix: String, groupWriter: ObjectIdentifier?) {
         self.id = id
         self.cacheName = cacheName
         self.keyPrefix = keyPrefix
+        self.groupWriter = groupWriter
+    }
+
+    /// The object that writes saves in groups for these entries (see ``CacheWriteGroup``), or
+    /// `nil`: one save at a time. Not part of the entries' identity (`==`, `hash(into:)`): two
+    /// objects on one file are the same entries and two writers.
+    package let groupWriter: ObjectIdentifier?
+
+    /// Whether `lhs` and `rhs` are the same entries seen with the same prefix (the writer aside).
+    public static func == (lhs: LoadableCacheEntries, rhs: LoadableCacheEntries) -> Bool {
+        lhs.id == rhs.id && lhs.cacheName == rhs.cacheName && lhs.keyPrefix == rhs.keyPrefix
+    }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(cacheName)
+        hasher.combine(keyPrefix)
     }
 
     /// The same entries, seen through a view whose keys all start with `prefix`.
     func scoped(_ prefix: String) -> LoadableCacheEntries {
-        LoadableCacheEntries(id: id, cacheName: cacheName, keyPrefix: keyPrefix + prefix)
+        LoadableCacheEntries(id: id, cacheName: cacheName, keyPrefix: keyPrefix + prefix, groupWriter: groupWriter)
     }
 
     /// `key` of the object as the key among the entries.

@@ -89,14 +89,17 @@ extension Loadable where Contents: Codable & Sendable {
             let save: CacheQueue.Work = {
                 report(await settings.save(contents, savedAt: savedAt, metadata: metadata))
             }
-            guard confirmedOnly else { return CacheQueue.enqueueSave(in: cache, key: key, work: save) }
+            // Repeatable: the work saves the contents it captured.
+            guard confirmedOnly else {
+                return CacheQueue.enqueueSave(in: cache, key: key, repeatable: true, work: save)
+            }
             // Confirmed as they are (a 304): a new date and validators, not the contents again.
             CacheQueue.enqueueTouch(in: cache, key: key, save: save) {
                 report(await settings.touch(contents, savedAt: savedAt, metadata: metadata))
             }
         }
         core.subscribe(persistence)
-        CacheQueue.enqueue(in: cache, key: key) { [weak self, weak persistence] in
+        CacheQueue.enqueueRead(in: cache, key: key) { [weak self, weak persistence] in
             let outcome: RestoreOutcome<Contents> = await settings.restore()
             return { [weak self, weak persistence] in
                 guard let persistence else { return }
