@@ -411,19 +411,12 @@ final class SQLiteCacheDatabase {
     /// fails.
     func commitGroup() throws(SQLiteFailure) {
         guard connection.isInTransaction else { return }
-        do throws(SQLiteFailure) {
-            if failsNextGroupCommit {
-                failsNextGroupCommit = false
-                throw SQLiteFailure(code: SQLITE_FULL, message: "a commit refused for a test")
-            }
-            defer { commit.reset() }
-            try commit.run()
-            commits += 1
-        } catch {
-            _ = try? rollback.run()
-            rollback.reset()
-            throw error
+        if failsNextGroupCommit {
+            failsNextGroupCommit = false
+            rollBack()
+            throw SQLiteFailure(code: SQLITE_FULL, message: "a commit refused for a test")
         }
+        try commitOrRollBack()
     }
 
     /// What an update's change leaves to write.
@@ -739,15 +732,30 @@ final class SQLiteCacheDatabase {
         try begin.run()
         do {
             try body()
+        } catch {
+            rollBack()
+            throw error
+        }
+        try commitOrRollBack()
+    }
+
+    /// Commits the open transaction; rolls it back when the commit fails.
+    private func commitOrRollBack() throws(SQLiteFailure) {
+        do {
             defer { commit.reset() }
             try commit.run()
             commits += 1
         } catch {
-            // SQLite may have rolled back already (a full disk): then this fails, harmlessly.
-            _ = try? rollback.run()
-            rollback.reset()
+            rollBack()
             throw error
         }
+    }
+
+    /// Rolls the open transaction back. SQLite may have rolled it back already (a full disk):
+    /// then this fails, harmlessly.
+    private func rollBack() {
+        _ = try? rollback.run()
+        rollback.reset()
     }
 
     /// Saves `entry` under `key`, in the transaction of the caller (see ``save(_:key:limit:)``).
