@@ -90,6 +90,9 @@ struct SQLiteCacheGroupTests {
         #expect(await cache.commitCount() - before == 4)  // 64 + 64 + 64 + 8 jobs
         #expect(try await saved((0..<100).map { "k\($0)" }) == (0..<100).map { $0 })
         #expect(log.summaries.isEmpty)
+        // A job's step holds its persistence weakly: a persistence released sooner (as a release
+        // build may, after its last use) reports nothing.
+        withExtendedLifetime(made) {}
     }
 
     @Test("a restore in a group reads the saves before it in the group")
@@ -106,6 +109,7 @@ struct SQLiteCacheGroupTests {
         await persistence.restored()
         #expect(again.contents == 7)
         #expect(log.summaries.isEmpty)
+        withExtendedLifetime(first) {}
     }
 
     @Test("a save refused in a group fails alone: its old entry stays, the others are written, one error")
@@ -123,6 +127,7 @@ struct SQLiteCacheGroupTests {
         await made.last?.persistence.saved()
         #expect(log.summaries == ["saveFailed k2"])
         #expect(try await saved((0..<5).map { "k\($0)" }) == [100, 101, 2, 103, 104])
+        withExtendedLifetime(made) {}
     }
 
     @Test("a group whose commit fails is rolled back and each of its saves runs again alone: all written, no error")
@@ -140,6 +145,7 @@ struct SQLiteCacheGroupTests {
         #expect(log.summaries.isEmpty)
         #expect(await cache.commitCount() - before == 5)  // the failed group's commit counts none
         #expect(try await saved((0..<5).map { "k\($0)" }) == [0, 1, 2, 3, 4])
+        withExtendedLifetime(made) {}
     }
 
     @Test("a call from another task while a group's transaction is open commits the group first")
@@ -206,6 +212,7 @@ struct SQLiteCacheGroupTests {
         await onSecond.last?.persistence.saved()
         #expect(log.summaries.isEmpty)
         #expect(try await saved((0..<12).map { "k\($0)" }) == [0, 0, 1, 1, 2, 2, 10, 10, 11, 11, 12, 12])
+        withExtendedLifetime((onFirst, onSecond)) {}
     }
 
     @Test("the file and in-memory caches write no groups: their entries carry no writer")
@@ -371,6 +378,7 @@ struct SQLiteCacheGroupModelTests {
                 }
             }
             await release()
+            withExtendedLifetime((loadables, persistences)) {}
             return nil
         } catch {
             return "threw \(error)"
