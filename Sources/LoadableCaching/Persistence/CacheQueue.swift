@@ -190,7 +190,7 @@ package final class CacheQueue: Sendable {
     /// run as a group.
     private func runJobs() async {
         while let (work, writer) = takeJob() {
-            if let writer, let next = takeSave(for: writer) {
+            if let writer, let next = takeGroupJob(for: writer) {
                 await runGroup(of: writer, [work, next])
             } else if let step = await work() {
                 handOver(step)
@@ -220,7 +220,7 @@ package final class CacheQueue: Sendable {
             let work = works[index]
             steps.append(await group.run { await work() })
             index += 1
-            if index == works.count, works.count < Self.groupLimit, let next = takeSave(for: writer) {
+            if index == works.count, works.count < Self.groupLimit, let next = takeGroupJob(for: writer) {
                 works.append(next)
             }
         }
@@ -248,7 +248,7 @@ package final class CacheQueue: Sendable {
 
     /// The next job's work if it is a save or a read for `writer`; `nil` (the run goes on)
     /// otherwise.
-    private func takeSave(for writer: ObjectIdentifier) -> Work? {
+    private func takeGroupJob(for writer: ObjectIdentifier) -> Work? {
         state.withLock { state in
             guard state.next < state.jobs.count, state.jobs[state.next].writer == writer else { return nil }
             return Self.take(from: &state).0

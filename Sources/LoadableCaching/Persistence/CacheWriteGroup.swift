@@ -1,16 +1,18 @@
 import LoadableSupport
 
-/// Saves that a ``CacheQueue`` had waiting for one cache object, which that object writes in one
-/// transaction: each save is still its own (it fails alone), but the group commits once.
+/// Saves (and restores) that a ``CacheQueue`` had waiting for one cache object, which that object
+/// writes in one transaction: each save is still its own (it fails alone), but the group commits
+/// once.
 ///
-/// The queue makes a group when two or more saves for the same object wait in a row, and runs
-/// their work with the group as ``current`` (a task-local value: calls from any other task are
-/// not in it). The object (`SQLiteLoadableCache`) opens its transaction at the group's first save
-/// and tells the group how to commit it (``opened(commit:)``); any call of its own that is not a
-/// save of the group commits it first. The queue ends the group with ``end()``, and hands over
-/// the saves' main-actor steps only then; when a save of the group was lost (its transaction
-/// rolled back, or a commit failed), ``end()`` says so and the queue runs every save of the group
-/// again, one by one, outside any group, and hands over those results instead.
+/// The queue makes a group when two or more repeatable saves or reads for the same object wait in
+/// a row, and runs their work with the group as ``current`` (a task-local value: calls from any
+/// other task are not in it). The object (`SQLiteLoadableCache`) opens its transaction at the
+/// group's first save, reads inside it, and tells the group how to commit it
+/// (``opened(commit:)``); any call of its own that is not a save or load of the group commits it
+/// first. The queue ends the group with ``end()``, and hands over the jobs' main-actor steps only
+/// then; when a save of the group was lost (its transaction rolled back, or a commit failed),
+/// ``end()`` says so and the queue runs every job of the group again, one by one, outside any
+/// group, and hands over those results instead.
 package final class CacheWriteGroup: Sendable {
     /// The group whose saves the current task runs, set by the queue around them.
     @TaskLocal package static var current: CacheWriteGroup?
