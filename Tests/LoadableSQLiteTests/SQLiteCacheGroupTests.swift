@@ -12,19 +12,26 @@ import Testing
 /// wait behind it, as a burst does while the queue is busy. The queue then finds them in a row.
 @MainActor
 final class QueueGate {
-    private let continuation = Locked<CheckedContinuation<Void, Never>?>(nil)
-    private let isOpen = Locked(false)
+    /// Whether the gate is open, and the waiting job while it is not: one lock for both, so that
+    /// an `open()` between the job's check and its wait cannot miss the job (it would wait
+    /// forever).
+    private enum State {
+        case closed(CheckedContinuation<Void, Never>?)
+        case open
+    }
+
+    private let state = Locked(State.closed(nil))
 
     /// Queues the waiting job on `cache`'s queue.
     init(holding cache: any LoadableCache) {
-        CacheQueue.enqueue(in: cache, key: nil) { [continuation, isOpen] in
+        CacheQueue.enqueue(in: cache, key: nil) { [state] in
             await withCheckedContinuation { waiting in
-                let resumeNow = isOpen.withLock { $0 }
-                if resumeNow {
-                    waiting.resume()
-                } else {
-                    continuation.withLock { $0 = waiting }
+                let resumeNow = state.withLock { state -> Bool in
+                    guard case .closed = state else { return true }
+                    state = .closed(waiting)
+                    return false
                 }
+                if resumeNow { waiting.resume() }
             }
             return nil
         }
@@ -32,11 +39,12 @@ final class QueueGate {
 
     /// Lets the queue go on.
     func open() {
-        isOpen.withLock { $0 = true }
-        continuation.withLock { waiting in
-            waiting?.resume()
-            waiting = nil
+        let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state = .open }
+            guard case .closed(let waiting) = state else { return nil }
+            return waiting
         }
+        waiting?.resume()
     }
 }
 
