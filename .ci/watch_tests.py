@@ -40,7 +40,7 @@ def unfinished(lines):
 
 
 def test_processes(root_pid):
-    """`root_pid` and the processes under it (the test runner and its helpers), deepest last."""
+    """`root_pid` and the processes under it (the test runner and its helpers)."""
     found, frontier = [root_pid], [root_pid]
     while frontier:
         pid = frontier.pop()
