@@ -110,6 +110,9 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     ///
     /// Override it to do more (call `super`).
     open func invalidate() {
+        if let inspector = LoadableInspection.inspector {
+            inspector.record(self) { .invalidated(label: $0, time: $1, deferred: storedState == .syncing) }
+        }
         if storedState == .syncing {
             // Stale at once (a waiter must not take these contents), one more sync when this ends.
             // Not a notification (the state does not change), but Observation sees `isStale`.
@@ -197,7 +200,9 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
     /// - Parameter changedContents: Whether the change began with
     ///   ``LoadableCore/willChangeContents()`` too (the result of the sync that ended in it).
     private func beginSyncAndNotify(changedContents: Bool = false) {
+        let oldState = storedState
         core.store(state: .syncing, error: nil)
+        inspectStateChange(from: oldState)
         core.isSyncAwaitingDoSync = true
         if let extras = core.extras, extras.hasWatchdog { startWatchdog(extras) }
         core.didChange(NotificationSubject(self), changedContents: changedContents)
@@ -370,6 +375,9 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
             return
         }
         if let slowAt = slowSyncDeadline(extras), now >= slowAt {
+            if let inspector = LoadableInspection.inspector {
+                inspector.record(self) { .watchdog(label: $0, time: $1, alarm: .slow) }
+            }
             core.willChange()
             core.freshness.insert(.slowSync)
             core.didChange(NotificationSubject(self))
@@ -384,6 +392,9 @@ open class Loadable<Contents>: PushLoadable<Contents>, SyncableLoadable {
 
     /// The running sync went past ``syncTimeout``: stop its work and fail, contents kept.
     private func timeOut() {
+        if let inspector = LoadableInspection.inspector {
+            inspector.record(self) { .watchdog(label: $0, time: $1, alarm: .timedOut) }
+        }
         if !core.isSyncAwaitingDoSync {
             doCancelSync()
             guard storedState == .syncing else { return }

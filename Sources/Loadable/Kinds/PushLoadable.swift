@@ -745,8 +745,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         // Sent layers leaving show the base again.
         if dropsSentLayers { core.willChangeContents() }
-        let endsSync = core.state == .syncing && state != .syncing
+        let oldState = core.state
+        let endsSync = oldState == .syncing && state != .syncing
         core.store(state: state, error: error)
+        inspectStateChange(from: oldState)
         if dropsSentLayers { dropSentLayers(reapplying: true) }
         recordOutcome(state, changedBase: confirmingEqualBase)
         finishChange(endingSync: endsSync, changedContents: dropsSentLayers)
@@ -768,8 +770,10 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         }
         core.willChange()
         core.willChangeContents()
-        let endsSync = core.state == .syncing && state != .syncing
+        let oldState = core.state
+        let endsSync = oldState == .syncing && state != .syncing
         core.store(state: state, error: error)
+        inspectStateChange(from: oldState)
         if state == .didSyncSuccessfully, core.hasPendingChanges { dropSentLayers(reapplying: false) }
         storeBaseContents(contents)
         recordOutcome(state, changedBase: true)
@@ -881,6 +885,21 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.didChange(NotificationSubject(self), changedContents: changedContents)
     }
 
+    /// Tells the attached ``LoadableInspector``, if any, that the state moved from `oldState`
+    /// (a sync began or ended). One load and compare when none is attached.
+    @inline(__always)
+    final func inspectStateChange(from oldState: LoadableState) {
+        guard let inspector = LoadableInspection.inspector else { return }
+        inspectStateChangeSlowly(inspector, from: oldState)
+    }
+
+    @inline(never)
+    private func inspectStateChangeSlowly(_ inspector: LoadableInspector, from oldState: LoadableState) {
+        let newState = core.state
+        guard newState != oldState else { return }
+        inspector.stateChanged(self, from: oldState, to: newState, error: core.error)
+    }
+
     /// Called when the first observer arrived or the last one left, before the public hooks.
     func observersDidChange() {}
 
@@ -888,7 +907,9 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
     /// Observation mutation, then notifies observers. Contents are untouched.
     final func restoreStateBeforeSyncing() {
         core.willChange()
+        let oldState = core.state
         core.storeStateBeforeSyncing()
+        inspectStateChange(from: oldState)
         core.freshness.subtract([.pendingSync, .slowSync])
         core.didChange(NotificationSubject(self))
     }
