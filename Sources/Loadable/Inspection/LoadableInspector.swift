@@ -153,7 +153,8 @@ public final class LoadableInspector {
         case .idle, .syncing: result = .cancelled
         }
         record(loadable) { label, time in
-            .syncEnded(label: label, time: time, duration: start.map { time - $0 } ?? .zero, result: result, status: status)
+            let duration = start.map { time - $0 } ?? .zero
+            return .syncEnded(label: label, time: time, duration: duration, result: result, status: status)
         }
     }
 
