@@ -25,7 +25,7 @@ private func endLeaseUse(_ loadable: any SyncableLoadable) {
 // The events of leases, for an attached inspector. Not inlined: a lease's `init` and `deinit`
 // keep only the check of the hook, and none of the building of an event.
 
-/// Records that a lease of `loadable` was taken (see ``leaseCount(of:tracker:)`` for the count).
+/// Records that a lease of `loadable` was taken (see `leaseCount(of:tracker:)` for the count).
 @MainActor
 @inline(never)
 private func recordLeaseTaken(
@@ -116,6 +116,13 @@ package func runOnMainActorFromAnyThread(_ body: @escaping @MainActor @Sendable 
 /// The lease makes its ``loadable`` in use (`loadable.isInUse`); the lease's own `isInUse` tells
 /// whether something uses the lease in turn (a group or proxy in use that has it as a member or
 /// target, or a lease of the lease), which it passes on to the loadable too.
+///
+/// While a `LoadableInspector` is attached, each lease taken and each lease ended (released, or
+/// let go: on the main actor once its end got there) is recorded as `leaseTaken` or
+/// `leaseReleased`, under the label of the leased ``loadable``, with its count after the change:
+/// the live leases of a store's entry, or, for a lease from `SyncableLoadable.lease()`, the
+/// loadable's live uses (its leases, and the syncers, groups, chains and proxies in use that hold
+/// it).
 ///
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor

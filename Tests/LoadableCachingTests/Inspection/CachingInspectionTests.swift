@@ -316,6 +316,15 @@ struct CachingInspectionTests {
         await server.answer("b", .applied)
         #expect(itemEvents(b) == ["enqueued", "sent", "retrying", "sent", "delivered"])
         #expect(inspector.snapshot().outboxItems.filter { $0.outbox == label }.map(\.id) == [c, d])
+
+        // A send cut short by discard(_:) ends as discarded at once; its late answer adds nothing.
+        let f = outbox.enqueue(Append(word: "f"), scope: "f")
+        #expect(await settle { server.running == ["f"] })
+        #expect(inspector.snapshot().outboxItems.first { $0.id == f }?.status == "sending")
+        outbox.discard(f)
+        #expect(itemEvents(f) == ["enqueued", "sent", "discarded"])
+        await server.answer("f", .applied)
+        #expect(itemEvents(f) == ["enqueued", "sent", "discarded"])
         await outbox.saved()
     }
 
