@@ -6,6 +6,10 @@ public import Observation
 @MainActor
 private func endTrackedLeaseUse(_ tracker: (any LoadableLeaseTracker)?) {
     tracker.unsafelyUnwrapped.leaseDidEnd()
+    // Only a load and a compare while no inspector is attached.
+    if let inspector = LoadableInspection.inspector {
+        recordLeaseReleased(tracker.unsafelyUnwrapped.leasedLoadable, tracker: tracker, in: inspector)
+    }
 }
 
 /// Ends a lease's use of `loadable`, counted by the loadable itself; for a lease's `deinit`,
@@ -13,6 +17,42 @@ private func endTrackedLeaseUse(_ tracker: (any LoadableLeaseTracker)?) {
 @MainActor
 private func endLeaseUse(_ loadable: any SyncableLoadable) {
     loadable.endUseIfCounted()
+    if let inspector = LoadableInspection.inspector {
+        recordLeaseReleased(loadable, tracker: nil, in: inspector)
+    }
+}
+
+// The events of leases, for an attached inspector. Not inlined: a lease's `init` and `deinit`
+// keep only the check of the hook, and none of the building of an event.
+
+/// Records that a lease of `loadable` was taken (see `leaseCount(of:tracker:)` for the count).
+@MainActor
+@inline(never)
+private func recordLeaseTaken(
+    _ loadable: any SyncableLoadable, tracker: (any LoadableLeaseTracker)?, in inspector: LoadableInspector
+) {
+    inspector.record(loadable) { .leaseTaken(label: $0, time: $1, leases: leaseCount(of: loadable, tracker: tracker)) }
+}
+
+/// Records that a lease of `loadable` was released or let go.
+@MainActor
+@inline(never)
+private func recordLeaseReleased(
+    _ loadable: any SyncableLoadable, tracker: (any LoadableLeaseTracker)?, in inspector: LoadableInspector
+) {
+    inspector.record(loadable) {
+        .leaseReleased(label: $0, time: $1, leases: leaseCount(of: loadable, tracker: tracker))
+    }
+}
+
+/// The `leases` of a lease event: a store's entry counts its live leases exactly; a loadable
+/// leased with `lease()` counts its live uses, which are its leases plus the syncers, and the
+/// groups, chains and proxies in use, that hold it (`0` for a type of the app's own, which
+/// counts nothing).
+@MainActor
+private func leaseCount(of loadable: any SyncableLoadable, tracker: (any LoadableLeaseTracker)?) -> Int {
+    if let tracker { return tracker.leaseCount }
+    return loadable.loadableCapabilities.owner?.core.extras?.useCount ?? 0
 }
 
 /// The two functions above.
@@ -38,6 +78,14 @@ private nonisolated(unsafe) let leaseEndsOnMainActor = unsafeBitCast(
     MainActorLeaseEnds(tracked: endTrackedLeaseUse, untracked: endLeaseUse),
     to: NonisolatedLeaseEnds.self
 )
+
+/// Runs `body` on the main actor: at once when called on the main queue (a `deinit` there), in
+/// a task otherwise. For a `deinit` of another module (a store's, which unhooks its entries from
+/// their loadables), where `Thread.isMainThread` cannot tell: on Linux an async `main` serves the
+/// main queue from a worker thread.
+package func runOnMainActorFromAnyThread(_ body: @escaping @MainActor @Sendable () -> Void) {
+    runOnMainActor(body)
+}
 
 /// A use of a loadable that is itself a loadable: while the lease lives, its ``loadable`` is in
 /// use (`SyncableLoadable.isInUse`).
@@ -68,6 +116,13 @@ private nonisolated(unsafe) let leaseEndsOnMainActor = unsafeBitCast(
 /// The lease makes its ``loadable`` in use (`loadable.isInUse`); the lease's own `isInUse` tells
 /// whether something uses the lease in turn (a group or proxy in use that has it as a member or
 /// target, or a lease of the lease), which it passes on to the loadable too.
+///
+/// While a `LoadableInspector` is attached, each lease taken and each lease ended (released, or
+/// let go: on the main actor once its end got there) is recorded as `leaseTaken` or
+/// `leaseReleased`, under the label of the leased ``loadable``, with its count after the change:
+/// the live leases of a store's entry, or, for a lease from `SyncableLoadable.lease()`, the
+/// loadable's live uses (its leases, and the syncers, groups, chains and proxies in use that hold
+/// it).
 ///
 /// Isolated to the main actor; observers are called on the main actor.
 @MainActor
@@ -112,6 +167,9 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
         } else {
             loadable.beginUseIfCounted()
         }
+        if let inspector = LoadableInspection.inspector {
+            recordLeaseTaken(loadable, tracker: tracker, in: inspector)
+        }
         storedLoadable = MainActorObject(loadable)
         self.tracker = MainActorObject(tracker)
     }
@@ -126,12 +184,16 @@ public final class LoadableLease<Value: SyncableLoadable>: SyncableLoadable, Obs
         Self.endUse(of: storedLoadable.value, tracker: tracker.value)
     }
 
-    /// Ends the lease's use of `loadable`, counted by `tracker` when there is one.
+    /// Ends the lease's use of `loadable`, counted by `tracker` when there is one, and tells an
+    /// attached inspector (a lease let go on another thread gets here on the main actor).
     private static func endUse(of loadable: Value, tracker: (any LoadableLeaseTracker)?) {
         if let tracker {
             tracker.leaseDidEnd()
         } else {
             loadable.endUseIfCounted()
+        }
+        if let inspector = LoadableInspection.inspector {
+            recordLeaseReleased(loadable, tracker: tracker, in: inspector)
         }
     }
 
@@ -266,4 +328,8 @@ package protocol LoadableLeaseTracker: AnyObject {
     func leaseDidBegin()
     /// A lease ended (released, or gone).
     func leaseDidEnd()
+    /// The live leases it counts: the `leases` of a lease's inspector events.
+    var leaseCount: Int { get }
+    /// The loadable its leases stand for: whose label a lease's inspector events carry.
+    var leasedLoadable: any SyncableLoadable { get }
 }

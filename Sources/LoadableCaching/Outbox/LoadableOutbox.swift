@@ -67,6 +67,10 @@ public import Observation
 ///
 /// **Observation.** ``items``, ``pendingCount``, ``isPaused`` and ``isSending`` are observable.
 ///
+/// **Inspector.** While a `LoadableInspector` is attached, the outbox records each enqueue, each
+/// send and how it ended, under its ``inspectorLabel`` (which lists the events and their
+/// outcomes), and an inspector's snapshot shows its items.
+///
 /// Isolated to the main actor. Give the outbox a key that no store's `removeAll()` clears: its
 /// own cache, or a scope of its own (`cache.scoped("outbox/")`). Two live outboxes of one process
 /// on one key, or an outbox on an entry of a cache a live store owns, stop the program with a
@@ -179,6 +183,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
     var storedItemsDidChange: (@MainActor () -> Void)?
     /// Made by the first tracked read, so that an outbox nobody observes pays nothing for it.
     var observation: ObservationState?
+    /// The label set through ``inspectorLabel``; `nil` for the default, built only when read.
+    var storedInspectorLabel: String?
 
     /// How long a change sent while no loadable showed it is kept to be shown: a day.
     static var sentChangeLifetime: TimeInterval { 86_400 }
@@ -247,6 +253,8 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             isOffline: activity.isOffline, isSender: !cache.locksAcrossProcesses)
         CacheClaims.claim(cache, key: key, for: self)
         activity.addFollower(self)
+        // One weak registration per outbox: an inspector's snapshot reads the items when asked.
+        LoadableInspection.register(self)
         let stored = stored
         stored.withLock {
             $0.tracksChanges = sharesQueue
@@ -340,6 +348,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         {
             // The closure may have changed the queue: the item must still be the scope's last.
             if machine.lastPendingItem(in: scope) == id, setChange(of: id, to: merged) {
+                if let inspector = LoadableInspection.inspector { recordEnqueued(id, in: inspector) }
                 perform(machine.changed(id, now: clock.elapsed))
                 return id
             }
@@ -360,6 +369,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
             records.append(record)
         }
         forEachDisplay { addLayer(item.id, change, on: $0) }
+        if let inspector = LoadableInspection.inspector { recordEnqueued(id, in: inspector) }
         perform(actions)
         return item.id
     }
@@ -427,6 +437,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         if wasSending {
             if let sending = sends.removeValue(forKey: id) {
                 setAside(sending)
+                if let inspector = LoadableInspection.inspector { recordOutcome(id, .discarded, in: inspector) }
             } else {
                 // Discarded by a handler told that its send begins: no send runs.
                 actions += machine.discardedSendEnded(scope: scope, now: clock.elapsed)
@@ -445,6 +456,7 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         for (id, scope) in running {
             if let sending = sends.removeValue(forKey: id) {
                 setAside(sending)
+                if let inspector = LoadableInspection.inspector { recordOutcome(id, .discarded, in: inspector) }
             } else {
                 actions += machine.discardedSendEnded(scope: scope, now: clock.elapsed)
             }
@@ -602,6 +614,9 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         // Its record takes the count with the next save asked for: records change only with one,
         // so that what a save writes does not depend on when it runs.
         unsavedAttempts[item.id] = item.attempts
+        if let inspector = LoadableInspection.inspector {
+            inspector.record(.outboxSent(label: inspectorLabel, time: inspector.now, item: id))
+        }
         let send = self.send
         let task = Task { [weak self] in
             let result: Result<OutboxOutcome<Change>, any Error>
@@ -633,11 +648,13 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
         let actions: [OutboxStateMachine.Action]
         switch result {
         case .success(.applied):
+            if let inspector = LoadableInspection.inspector { recordOutcome(id, .delivered, in: inspector) }
             let change = storedItems.first { $0.id == id }?.change
             removeItem(id)
             actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
             if let change { join(id, as: change, replacing: false) }
         case .success(.appliedAs(let applied)):
+            if let inspector = LoadableInspection.inspector { recordOutcome(id, .delivered, in: inspector) }
             let later = machine.laterItems(inScopeOf: id)
             removeItem(id)
             // The rebased items are sent once the save that carries their new changes finished.
@@ -652,14 +669,19 @@ public final class LoadableOutbox<Change: Codable & Sendable>: Observable {
                 }
             }
         case .success(.dropped):
+            if let inspector = LoadableInspection.inspector { recordOutcome(id, .discarded, in: inspector) }
             removeItem(id)
             actions = machine.sendEnded(id, result: .removed, now: clock.elapsed)
             forEachDisplay { $0.drop(id) }
         case .success(.conflict(let remote)):
+            if let inspector = LoadableInspection.inspector { recordOutcome(id, .conflict, in: inspector) }
             markConflict(id, remote: remote)
             actions = machine.sendEnded(id, result: .conflict, now: clock.elapsed)
         case .failure(let error):
             let retryable = shouldRetry(error)
+            if let inspector = LoadableInspection.inspector {
+                recordOutcome(id, retryable ? .retrying : .failed, in: inspector)
+            }
             updateItem(id) { item, record in
                 item.state = retryable ? .pending : .failed
                 item.lastError = error

@@ -38,6 +38,13 @@ extension Loadable where Contents: Codable & Sendable {
     /// an `HTTPLoadable`'s `ETag` and `Last-Modified`) are saved in the entry's
     /// ``CachedEntry/metadata`` and come back with the restored contents.
     ///
+    /// **Inspector.** While a `LoadableInspector` is attached, the end of the restore is recorded
+    /// (`cacheRestored`, `found` when it read contents it could use, set or dropped), and so is
+    /// each write that ended without error: `cacheSaved`, `cacheTouched`, or `cacheEvicted` then
+    /// `cacheSaved` for a touch that found the entry gone. Each is recorded on the main actor
+    /// when its work is done, about the loadable (nothing when it is gone), whose default label
+    /// is `Type[key]`.
+    ///
     /// **Lifetime.** The loadable owns its persistence: it runs as long as the loadable lives
     /// (so calling this inside a store's `make` works) or until ``LoadablePersistence/stop()``.
     /// Calling `persist` again replaces the previous persistence (which stops).
@@ -81,13 +88,24 @@ extension Loadable where Contents: Codable & Sendable {
             else { return }
             let savedAt = now()
             let metadata = self.baseMetadata
-            // Holds the persistence weakly: a job waiting in the queue does not keep it alive.
-            let report: @Sendable (LoadableCacheError?) -> (@MainActor () -> Void)? = { [weak persistence] error in
-                guard let error else { return nil }
-                return { [weak persistence] in persistence?.report(error) }
+            // Whether an inspector is to hear how the write ended: read now, on the main actor, so
+            // that a write nobody inspects hands nothing more over than before (only its error).
+            let isInspected = LoadableInspection.inspector != nil
+            // Holds the persistence and the loadable weakly: a job waiting in the queue does not
+            // keep them alive.
+            let report: @Sendable (LoadableCacheError?, CacheWriteEnd) -> (@MainActor () -> Void)? = {
+                [weak self, weak persistence] error, end in
+                if let error {
+                    return { [weak persistence] in persistence?.report(error) }
+                }
+                guard isInspected else { return nil }
+                return { [weak self] in
+                    guard let self, let inspector = LoadableInspection.inspector else { return }
+                    end.record(about: self, in: inspector)
+                }
             }
             let save: CacheQueue.Work = {
-                report(await settings.save(contents, savedAt: savedAt, metadata: metadata))
+                report(await settings.save(contents, savedAt: savedAt, metadata: metadata), .saved)
             }
             // Repeatable: the work saves the contents it captured.
             guard confirmedOnly else {
@@ -95,7 +113,8 @@ extension Loadable where Contents: Codable & Sendable {
             }
             // Confirmed as they are (a 304): a new date and validators, not the contents again.
             CacheQueue.enqueueTouch(in: cache, key: key, save: save) {
-                report(await settings.touch(contents, savedAt: savedAt, metadata: metadata))
+                let (error, end) = await settings.touch(contents, savedAt: savedAt, metadata: metadata)
+                return report(error, end)
             }
         }
         core.subscribe(persistence)
@@ -104,6 +123,12 @@ extension Loadable where Contents: Codable & Sendable {
             return { [weak self, weak persistence] in
                 guard let persistence else { return }
                 persistence.restore.finish()
+                if let inspector = LoadableInspection.inspector, let self {
+                    inspector.record(self) { label, time in
+                        if case .restored = outcome { return .cacheRestored(label: label, time: time, found: true) }
+                        return .cacheRestored(label: label, time: time, found: false)
+                    }
+                }
                 switch outcome {
                 case .nothing:
                     break
@@ -225,6 +250,12 @@ public final class LoadablePersistence {
     }
 }
 
+extension LoadablePersistence: LoadableInspectorKeyed {
+    /// The cache key: a persisted loadable's default inspector label is `Type[key]` (unless it is
+    /// an entry of a store, whose key comes first).
+    package var inspectorKey: String { key }
+}
+
 extension LoadablePersistence: LoadableCoreSubscriber {
     /// A persistence saves the base contents after each change of them, and touches their entry
     /// after a confirmation that changed nothing.
@@ -234,6 +265,33 @@ extension LoadablePersistence: LoadableCoreSubscriber {
     /// persistence through this subscription).
     package func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
         saveContents?(event == .contentsConfirmed)
+    }
+}
+
+/// How a save or a touch of a persisted loadable's entry ended, when it wrote: the events an
+/// attached inspector records for it.
+enum CacheWriteEnd: Sendable {
+    /// The contents were saved whole (a change, or a touch that could not touch).
+    case saved
+    /// The entry got a new date and metadata, its contents unchanged.
+    case touched
+    /// A touch found the entry gone from the cache (evicted, removed), and saved the contents
+    /// whole.
+    case evictedThenSaved
+
+    /// Records the events of this end about `loadable`: `cacheSaved`, `cacheTouched`, or
+    /// `cacheEvicted` then `cacheSaved`.
+    @MainActor
+    func record(about loadable: any PureLoadable, in inspector: LoadableInspector) {
+        switch self {
+        case .saved:
+            inspector.record(loadable) { .cacheSaved(label: $0, time: $1) }
+        case .touched:
+            inspector.record(loadable) { .cacheTouched(label: $0, time: $1) }
+        case .evictedThenSaved:
+            inspector.record(loadable) { .cacheEvicted(label: $0, time: $1) }
+            inspector.record(loadable) { .cacheSaved(label: $0, time: $1) }
+        }
     }
 }
 
@@ -298,19 +356,21 @@ struct PersistenceSettings: Sendable {
 
     /// Sets the save date and metadata of the entry, or saves `contents` whole when the entry
     /// may hold other contents (none restored or saved yet, a save that failed) or is gone
-    /// (evicted, removed); returns the error, if any.
+    /// (evicted, removed); returns the error, if any, and what was done.
     nonisolated func touch<Contents: Encodable & Sendable>(
         _ contents: Contents, savedAt: Date, metadata: [String: String]
-    ) async -> LoadableCacheError? {
+    ) async -> (LoadableCacheError?, CacheWriteEnd) {
+        var end = CacheWriteEnd.saved
         if cacheHoldsBase.withLock({ $0 }) {
             do {
-                if try await cache.touch(key: key, savedAt: savedAt, metadata: metadata) { return nil }
+                if try await cache.touch(key: key, savedAt: savedAt, metadata: metadata) { return (nil, .touched) }
+                end = .evictedThenSaved
             } catch {
                 cacheHoldsBase.withLock { $0 = false }
-                return LoadableCacheError(error, in: .save, key: key)
+                return (LoadableCacheError(error, in: .save, key: key), .saved)
             }
         }
-        return await save(contents, savedAt: savedAt, metadata: metadata)
+        return (await save(contents, savedAt: savedAt, metadata: metadata), end)
     }
 
     /// Loads and decodes the entry; removes it when it cannot be used.

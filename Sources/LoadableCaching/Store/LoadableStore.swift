@@ -73,9 +73,6 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// Loadables of the app's own types held by entries (the package's types are marked in their
     /// core instead), for the check that an entry owns its loadable.
     @exclusivity(unchecked) private var ownTypeValues: Set<ObjectIdentifier> = []
-    /// Subscribed to every entry's loadable: counts syncing entries, and marks the loadable as an
-    /// entry of a store.
-    @exclusivity(unchecked) private var membership: StoreMembership?
     @exclusivity(unchecked) private var storedSyncingCount = 0
     /// Made by the first tracked read, so that a store nobody observes pays nothing for it.
     @exclusivity(unchecked) private var observation: ObservationState?
@@ -111,11 +108,25 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         retentionBound = LoadableTime.duration(LoadableTime.nanoseconds(retention))
         self.clock = ElapsedClock(clock)
         self.make = make
-        membership = StoreMembership { [weak self] delta in self?.syncingCountDidChange(by: delta) }
+        // One registration per store, held weakly: a snapshot walks the entries when asked.
+        LoadableInspection.register(self)
     }
 
     deinit {
         timer.cancelTask()
+        // Each entry's loadable holds its entry (a subscriber of its core), and the entry holds
+        // the loadable: unhook the entries still here, or they would keep each other alive. A
+        // store is let go on the main actor but for rare cases, which unhook a moment later.
+        let entries = Array(entries.values)
+        guard !entries.isEmpty else { return }
+        runOnMainActorFromAnyThread { Self.unsubscribe(entries) }
+    }
+
+    /// Unsubscribes each entry from its loadable's core (the store let go of them).
+    private static func unsubscribe(_ entries: [Entry]) {
+        for entry in entries {
+            entry.core?.unsubscribe(entry as StoreEntryNode)
+        }
     }
 
     // MARK: - Leases
@@ -192,7 +203,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
     /// The entries whose key matches, in the order they were made, held strongly: a caller may
     /// run code that changes the store while it goes through them. `matches` must not change the
     /// store.
-    private func orderedEntries(where matches: (Key) -> Bool) -> [Entry] {
+    func orderedEntries(where matches: (Key) -> Bool) -> [Entry] {
         var found: [Entry] = []
         var node = ordered.head
         while let current = node {
@@ -292,10 +303,10 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         let key = entry.key
         if let core = entry.core {
             requireValid(
-                !core.hasSubscriber(ofType: StoreMembership.self),
+                core.subscriber(StoreEntryNode.self) == nil,
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
             )
-            if let membership { core.subscribe(membership) }
+            core.subscribe(entry as StoreEntryNode)
             persistence?.persist(entry.value, key: key)
         } else {
             requireValid(
@@ -357,7 +368,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         entry.store = nil
         if let core = entry.core {
             if core.state == .syncing { syncingCountDidChange(by: -1) }
-            if let membership { core.unsubscribe(membership) }
+            core.unsubscribe(entry as StoreEntryNode)
             // A loadable is persisted while it is an entry (saves asked for before still run).
             if persistence != nil { core.subscriber(LoadablePersistence.self)?.stop() }
         } else {
@@ -365,7 +376,8 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         }
     }
 
-    private func syncingCountDidChange(by delta: Int) {
+    /// An entry's loadable began (`1`) or stopped (`-1`) syncing.
+    func syncingCountDidChange(by delta: Int) {
         observation?.registrar.willSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
         storedSyncingCount += delta
         observation?.registrar.didSet(StoreObservationKey(), keyPath: StoreObservationKey.syncingCount)
@@ -671,25 +683,5 @@ final class StorePersistence<Key: Hashable & Sendable, Value: SyncableLoadable> 
                 return { self.onError?(failure) }
             }
         }
-    }
-}
-
-/// What a store subscribes to each entry's loadable: it counts the store's syncing entries
-/// without observing them (which would count as an observer), and marks the loadable as an entry
-/// of a store (an entry must own its loadable).
-@MainActor
-final class StoreMembership: LoadableCoreSubscriber {
-    /// Called with `1` when a loadable begins syncing and `-1` when it stops.
-    private let syncingCountDidChange: @MainActor (_ delta: Int) -> Void
-
-    init(syncingCountDidChange: @escaping @MainActor (_ delta: Int) -> Void) {
-        self.syncingCountDidChange = syncingCountDidChange
-    }
-
-    var coreEvents: LoadableCoreEvent.Kinds { .stateChanged }
-
-    func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
-        guard case .stateChanged(let from, let to) = event, (from == .syncing) != (to == .syncing) else { return }
-        syncingCountDidChange(to == .syncing ? 1 : -1)
     }
 }

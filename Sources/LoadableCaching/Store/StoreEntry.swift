@@ -6,6 +6,12 @@ package import Loadable
 /// The entry, not each lease, keeps its loadable in use: the first lease begins one use of the
 /// loadable and the last one ends it, so a lease of a key that is already leased costs a count.
 /// Leases hold their entry strongly; the entry holds its store weakly (a lease may outlive it).
+///
+/// While it is in its store, the entry follows its loadable's core (see ``StoreEntryNode``): it
+/// counts the store's syncing entries, marks the loadable as an entry of a store, and gives the
+/// loadable's default inspector label its key (`PostLoadable[7]`). The core then holds the entry,
+/// and the entry its loadable: the store unsubscribes each entry when it lets go of it (and in
+/// its `deinit`), so that they do not keep each other alive.
 @MainActor
 @usableFromInline
 final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: StoreEntryNode, LoadableLeaseTracker {
@@ -19,7 +25,7 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Store
     /// The store, while the entry is in it; `nil` once it left (expired, removed, dropped).
     @exclusivity(unchecked) weak var store: LoadableStore<Key, Value>?
     /// Live leases.
-    @exclusivity(unchecked) var leaseCount = 0
+    @exclusivity(unchecked) @usableFromInline var leaseCount = 0
 
     /// An entry of `store` for `value`, made for `key`.
     @usableFromInline
@@ -41,6 +47,17 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Store
         return value.statusUntrackedWherePossible.state == .syncing
     }
 
+    /// The loadable the entry's leases stand for, for their inspector events.
+    @usableFromInline var leasedLoadable: any SyncableLoadable { value }
+
+    /// The key as text: what the loadable's default inspector label shows.
+    override var inspectorKey: String { "\(key)" }
+
+    /// Tells the store that the loadable began (`1`) or stopped (`-1`) syncing.
+    override func syncingDidChange(by delta: Int) {
+        store?.syncingCountDidChange(by: delta)
+    }
+
     @usableFromInline func leaseDidBegin() {
         leaseCount += 1
         guard leaseCount == 1 else { return }
@@ -57,13 +74,19 @@ final class StoreEntry<Key: Hashable & Sendable, Value: SyncableLoadable>: Store
     }
 }
 
-/// The part of a store's entry that its lists link: not generic, so that the lists' code is not
-/// either. (The store's own code runs unspecialized, and a generic list called from it would look
-/// up its type's metadata at every call.) The store downcasts what the lists hold to its entry
-/// type: a list holds only that store's entries.
+/// The part of a store's entry that its lists link, and that follows the entry's loadable: not
+/// generic, so that the lists' code is not either, and so that the store's unspecialized code
+/// subscribes an entry through one conformance known at compile time. (The store's own code runs
+/// unspecialized, and a generic list called from it would look up its type's metadata at every
+/// call.) The store downcasts what the lists hold to its entry type: a list holds only that
+/// store's entries.
+///
+/// As the loadable's core subscriber, it counts the store's syncing entries without observing
+/// the loadable (which would count as an observer), and marks the loadable as an entry of a
+/// store (an entry must own its loadable).
 @MainActor
 @usableFromInline
-class StoreEntryNode {
+class StoreEntryNode: LoadableCoreSubscriber, LoadableInspectorKeyed {
     /// The entry's place in its store's list of all entries, in the order they were made.
     @exclusivity(unchecked) final var orderLinks = EntryLinks()
     /// The entry's place in its store's list of retained entries, while it is retained.
@@ -78,6 +101,21 @@ class StoreEntryNode {
 
     @usableFromInline
     init() {}
+
+    /// The loadable began (`1`) or stopped (`-1`) syncing; ``StoreEntry`` tells its store.
+    func syncingDidChange(by delta: Int) {}
+
+    /// The entry's key as text; ``StoreEntry`` gives it.
+    var inspectorKey: String { "" }
+
+    /// An entry follows its loadable's state: whether it syncs.
+    final var coreEvents: LoadableCoreEvent.Kinds { .stateChanged }
+
+    /// Tells ``syncingDidChange(by:)`` when the loadable begins or stops syncing.
+    final func loadableCoreDidEmit(_ event: LoadableCoreEvent) {
+        guard case .stateChanged(let from, let to) = event, (from == .syncing) != (to == .syncing) else { return }
+        syncingDidChange(by: to == .syncing ? 1 : -1)
+    }
 }
 
 /// The links of an entry in one of its store's lists.
