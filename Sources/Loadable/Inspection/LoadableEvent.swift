@@ -351,7 +351,7 @@ public enum LoadableEvent: Sendable, Equatable, Codable {
     }
 
     /// `duration` in seconds, to the microsecond: the same text on every platform.
-    static func seconds(_ duration: Duration) -> Double {
+    package static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds / 1_000_000_000_000) / 1_000_000
     }
