@@ -124,55 +124,59 @@ private struct InspectedBusyAnswer: RetryAfterProviding {
         }
     }
 
+    /// The page's simulated offline reaches every activity monitor of the process, the `system`
+    /// one that other tests' syncers follow too: pausing and resuming them resets their backoff
+    /// and syncs what failed. So it runs in a child process of its own.
     @Test("the page's simulated offline pauses an autosync; ending it resumes it and restores the source's")
-    func simulatedOfflinePausesAnAutosync() async {
-        let label = "syncer-inspection.simulated-offline"
-        await withAttachedInspector(clock: clock) { inspector in
-            let feed = AsyncLoadable<Int>(clock: clock) { 1 }
-            feed.inspectorLabel = label
-            let autosync = feed.autosync(every: .seconds(60), clock: clock, activity: activity)
-            // Every monitor of the process simulates, those of tests running meanwhile too: the
-            // simulation starts and ends within one turn of the main actor, so none of them sees it.
-            inspector.perform(.setOffline(true))
-            #expect(activity.connectivity == .offline)
-            #expect(LoadableInspector.attached?.snapshot().isOfflineSimulated == true)
-            let observation = feed.observe { _ in }  // a first observer while paused: no sync
-            #expect(autosync.isAutosyncing)
-            #expect(feed.loadableState == .idle)
-            activity.connectivity = .online  // what the source says, kept for later
-            #expect(activity.connectivity == .offline)
-            inspector.perform(.setOffline(false))
-            #expect(activity.connectivity == .online)
-            #expect(feed.loadableState == .syncing)  // resumed: it syncs if needed
-            #expect(
-                inspector.events(of: label).filter { $0.kind == .paused || $0.kind == .resumed } == [
-                    .paused(label: label, time: .zero, reason: .offline),
-                    .resumed(label: label, time: .zero),
-                ])
-            await yield { feed.loadableState == .didSyncSuccessfully }
-            withExtendedLifetime(observation) {}
+    func simulatedOffline() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            await SyncerInspectionTests.simulateOffline()
         }
+        ChildReport.recordFailures(of: result, context: "simulated offline")
     }
 
-    @Test("ending a simulated offline keeps what the source said meanwhile: offline stays offline, silently")
-    func simulatedOfflineRestoresTheSource() async {
-        let label = "syncer-inspection.simulated-offline.source"
-        await withAttachedInspector(clock: clock) { inspector in
-            let token = TestLoadable<String>()
-            token.inspectorLabel = label
-            let syncer = makeSyncer(for: token)
-            inspector.perform(.setOffline(true))
-            activity.connectivity = .offline
-            inspector.perform(.setOffline(false))
-            #expect(activity.connectivity == .offline)
-            activity.connectivity = .online
-            #expect(
-                inspector.events(of: label) == [
-                    .paused(label: label, time: .zero, reason: .offline),
-                    .resumed(label: label, time: .zero),
-                ])
-            withExtendedLifetime(syncer) {}
+    /// The child process of ``simulatedOffline()``: reports each failed check on its standard
+    /// output.
+    static func simulateOffline() async {
+        func check(_ condition: Bool, _ message: String) {
+            if !condition { ChildReport.fail(message) }
         }
+        let clock = ManualClock()
+        let activity = ActivityMonitor()
+        let inspector = LoadableInspector(clock: clock)
+        inspector.attach()
+        let label = "syncer-inspection.simulated-offline"
+        let feed = AsyncLoadable<Int>(clock: clock) { 1 }
+        feed.inspectorLabel = label
+        let autosync = feed.autosync(every: .seconds(60), clock: clock, activity: activity)
+        inspector.perform(.setOffline(true))
+        check(activity.connectivity == .offline, "simulating: \(activity.connectivity), not offline")
+        check(ActivityMonitor.system.connectivity == .offline, "the system monitor is not offline")
+        check(inspector.snapshot().isOfflineSimulated, "the snapshot does not say offline is simulated")
+        let observation = feed.observe { _ in }  // a first observer while paused: no sync
+        check(autosync.isAutosyncing, "the autosync does not run")
+        check(feed.loadableState == .idle, "a first observer while paused synced: \(feed.loadableState)")
+        await clock.advance(by: .seconds(90))  // the tick falls due while paused: it waits
+        check(feed.loadableState == .idle, "a tick synced while paused: \(feed.loadableState)")
+        activity.connectivity = .online  // what the source says, kept for later
+        check(activity.connectivity == .offline, "the source's online shows through the simulation")
+        inspector.perform(.setOffline(false))
+        check(activity.connectivity == .online, "after the simulation: \(activity.connectivity), not online")
+        check(feed.loadableState == .syncing, "the tick that fell due did not sync on resuming: \(feed.loadableState)")
+        let pauses = inspector.events(of: label).filter { $0.kind == .paused || $0.kind == .resumed }
+        let expected: [LoadableEvent] = [
+            .paused(label: label, time: .zero, reason: .offline),
+            .resumed(label: label, time: .seconds(90)),
+        ]
+        check(pauses == expected, "events: \(pauses)")
+        // The source said offline meanwhile: ending the simulation keeps it offline, silently.
+        inspector.perform(.setOffline(true))
+        activity.connectivity = .offline
+        inspector.perform(.setOffline(false))
+        check(activity.connectivity == .offline, "after a simulation over the source's offline: online")
+        let more = inspector.events(of: label).filter { $0.kind == .paused || $0.kind == .resumed }.dropFirst(2)
+        check(Array(more) == [.paused(label: label, time: .seconds(90), reason: .offline)], "then: \(Array(more))")
+        withExtendedLifetime(observation) {}
     }
 
     @Test("once the inspector is detached, the same retries and pauses record nothing more")
