@@ -4,7 +4,7 @@ internal import LoadableCaching
 /// What a `LoadableInspector` reads of a synced collection: its snapshot entry, and the
 /// collection itself as the target of the inspector page's actions.
 extension SyncedCollection: LoadableInspectorSource {
-    /// Adds the collection's ``LoadableInspectorSnapshot/Collection``: its label, state, age,
+    /// Adds the collection's `LoadableInspectorSnapshot.Collection`: its label, state, age,
     /// the records it shows, pending local changes, conflicts waiting, and live views and records.
     package func addInspection(to snapshot: inout LoadableInspectorSnapshot) {
         // A snapshot is no view's read: nothing here tells Observation.

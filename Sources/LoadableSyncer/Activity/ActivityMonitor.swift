@@ -94,13 +94,13 @@ public final class ActivityMonitor: Observable {
 
     /// Creates a monitor that only the app changes, active and online unless told otherwise.
     ///
-    /// - Parameters:
-    ///   - isActive: Whether the app starts in the foreground; `true` by default.
-    ///   - connectivity: The connectivity to start with; ``NetworkConnectivity/online`` by default.
-    ///
     /// The monitor makes itself known to `LoadableInspector`, for the inspector page's
     /// simulate-offline action (see ``connectivity``); that changes nothing until an inspector
     /// simulates being offline.
+    ///
+    /// - Parameters:
+    ///   - isActive: Whether the app starts in the foreground; `true` by default.
+    ///   - connectivity: The connectivity to start with; ``NetworkConnectivity/online`` by default.
     public init(isActive: Bool = true, connectivity: NetworkConnectivity = .online) {
         storedIsActive = isActive
         storedConnectivity = connectivity
