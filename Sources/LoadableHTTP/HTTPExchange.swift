@@ -9,8 +9,8 @@ import Foundation
 struct Exchange<Contents: Sendable>: Sendable {
     /// What a request came to, short of a failure (which is thrown).
     enum Outcome: Sendable {
-        /// A 2xx, read.
-        case decoded(Contents, Validators)
+        /// A 2xx, read; `status` is the 2xx it was.
+        case decoded(Contents, Validators, status: Int)
         /// A 304 to a conditional request.
         case notModified(Validators)
         /// A 401; the error to fail with if no retry helps.
@@ -98,7 +98,9 @@ struct Exchange<Contents: Sendable>: Sendable {
         switch response.statusCode {
         case 200...299:
             do {
-                return .decoded(try read(response, body), readsValidators ? Validators(of: response) : Validators())
+                return .decoded(
+                    try read(response, body), readsValidators ? Validators(of: response) : Validators(),
+                    status: response.statusCode)
             } catch let error as DecodingError {
                 throw HTTPLoadableError.decoding(error)
             }

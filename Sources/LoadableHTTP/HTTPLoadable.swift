@@ -38,6 +38,9 @@ import LoadableSupport
 /// answer that arrives after a cancel or after a newer sync started is dropped, validators
 /// included. Requests never go through `URLCache`: the loadable does its own revalidation.
 ///
+/// With a `LoadableInspector` attached, the `LoadableEvent.syncEnded` event of a sync the server
+/// answered carries the status: the 2xx it got (`200`), or `304` for contents confirmed.
+///
 /// Its work is stated once, as a closure given to `AsyncLoadable`: each sync returns the answer
 /// as a `LoadResult` (a 2xx's contents with their validators as metadata, or a 304's
 /// confirmation), and the loadable keeps the validators with its contents. A subclass does not
@@ -222,8 +225,21 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
     func load() async throws -> LoadResult<Contents> {
         let (request, validators, isConditional) = prepared()
         let exchange = isConditional ? conditionalExchange : exchange
-        return try HTTPRequestLoader.result(
-            of: await exchange.run(request, authorization: authorization), sent: validators)
+        let outcome = try await exchange.run(request, authorization: authorization)
+        if let inspector = LoadableInspection.inspector { inspect(outcome, inspector) }
+        return try HTTPRequestLoader.result(of: outcome, sent: validators)
+    }
+
+    /// Tells the inspector the status that ends the running sync (a 2xx's, or `304`), so that its
+    /// `syncEnded` event carries it. The result goes to the loadable in this same turn of the main
+    /// actor; a sync cancelled (or replaced by a newer one) meanwhile tells nothing.
+    private func inspect(_ outcome: Exchange<Contents>.Outcome, _ inspector: LoadableInspector) {
+        guard !Task.isCancelled, let loadable, loadable.statusUntrackedWherePossible.state == .syncing else { return }
+        switch outcome {
+        case .decoded(_, _, let status): inspector.noteSyncStatus(loadable, status: status)
+        case .notModified: inspector.noteSyncStatus(loadable, status: 304)
+        case .unauthorized: break
+        }
     }
 
     /// The request of a sync starting now, the validators it carries, and whether a 304 answers it.
@@ -249,7 +265,7 @@ final class HTTPRequestLoader<Contents: Decodable & Sendable> {
         of outcome: Exchange<Contents>.Outcome, sent validators: Validators
     ) throws -> LoadResult<Contents> {
         switch outcome {
-        case .decoded(let contents, let newValidators):
+        case .decoded(let contents, let newValidators, _):
             // The answer's contents replace the base: the validators describe them.
             return .loaded(contents, metadata: newValidators.metadata)
         case .notModified(let newValidators):

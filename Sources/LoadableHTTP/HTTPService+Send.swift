@@ -310,7 +310,7 @@ extension HTTPService {
     ) async throws -> Answer {
         let exchange = Exchange(transport: transport, maxBodySize: maxBodySize, read: read)
         switch try await exchange.run(request, authorization: authorization) {
-        case .decoded(let answer, _): return answer
+        case .decoded(let answer, _, _): return answer
         case .unauthorized(let rejection): throw rejection
         case .notModified: throw HTTPLoadableError.status(code: 304, headers: [:], bodyPrefix: Data())
         }

@@ -69,6 +69,12 @@ final class LiveRecords<Record: Identifiable & Sendable & Equatable> where Recor
     /// Whether any view or record may still be alive (released ones are pruned as they are met).
     var isEmpty: Bool { views.isEmpty && records.isEmpty }
 
+    /// The views and records alive now: what keeps the collection in use, for the inspector's
+    /// snapshot.
+    var liveCount: Int {
+        views.count { $0.view != nil } + records.values.count { $0.record != nil }
+    }
+
     func add(_ view: RecordView<Record>) {
         views.removeAll { $0.view == nil }
         views.append(WeakView(view: view))

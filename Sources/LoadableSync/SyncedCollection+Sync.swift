@@ -18,6 +18,8 @@ extension SyncedCollection {
         var isFullPull = since == nil
         var seen: Set<Record.ID> = []
         var repeats = 0
+        // Records and tombstones applied, for the inspector's `collectionPulled` event.
+        var applied = 0
         tombstoneSkippedDuringPull = false
         do {
             while true {
@@ -41,7 +43,7 @@ extension SyncedCollection {
                     }
                 }
                 let isLast = !page.hasMore
-                apply(
+                applied += apply(
                     page.changed, deleted: deleted,
                     cursor: isFullPull && !isLast ? nil : page.cursor, replacesCursor: isFullPull && isLast,
                     syncedAt: isLast ? now() : nil)
@@ -64,6 +66,9 @@ extension SyncedCollection {
                 contents = RecordSet()
                 return true
             }
+            if let inspector = LoadableInspection.inspector {
+                inspector.record(self) { .collectionPulled(label: $0, time: $1, changes: applied) }
+            }
             setDidSyncSuccessfully()
         } catch {
             guard isCurrent(generation) else { return }
@@ -73,11 +78,13 @@ extension SyncedCollection {
     }
 
     /// Applies one page: the records without pending changes take the server's version, those with
-    /// some go through the conflict rules; then the page is saved with its cursor.
+    /// some go through the conflict rules; then the page is saved with its cursor. Returns the
+    /// records and tombstones applied (those that changed something).
+    @discardableResult
     func apply(
         _ changed: [RemoteRecord<Record>], deleted: [Record.ID], cursor newCursor: String?, replacesCursor: Bool,
         syncedAt: Date?
-    ) {
+    ) -> Int {
         var shown: [Record.ID] = []
         var kept: [RemoteRecord<Record>] = []
         var gone: [Record.ID] = []
@@ -112,6 +119,7 @@ extension SyncedCollection {
         page.syncedAt = syncedAt
         save(page)
         if !shown.isEmpty { refresh(shown) }
+        return kept.count + gone.count
     }
 
     /// The server's record `id` is now `record` (`nil`: deleted).
@@ -157,6 +165,7 @@ extension SyncedCollection {
             return
         }
         let base = conflictBase(of: id, version: first.change.base)
+        if let inspector = LoadableInspection.inspector { inspectConflict(inspector, id) }
         let settlement = ConflictSettlement.settle(
             conflictPolicy, id: id, base: base, local: last.change.record, remote: record)
         setServer(id, record)
@@ -199,10 +208,12 @@ extension SyncedCollection {
             case .applied(let record):
                 await keepPushed(id, record, base: change.base)
                 showWithout(itemID, of: id)
+                if let inspector = LoadableInspection.inspector { inspectPush(inspector, accepted: 1) }
                 return .appliedAs(record.asChange)
             case .deleted:
                 await keepPushed(id, nil, base: change.base)
                 showWithout(itemID, of: id)
+                if let inspector = LoadableInspection.inspector { inspectPush(inspector, accepted: 1) }
                 return .appliedAs(.delete(id, base: ""))
             case .conflict(let record):
                 if let record, record.record == change.record {
@@ -210,8 +221,10 @@ extension SyncedCollection {
                     // answer lost (a server that ignores idempotency keys refuses the repeat).
                     await keepPushed(id, record, base: change.base)
                     showWithout(itemID, of: id)
+                    if let inspector = LoadableInspection.inspector { inspectPush(inspector, accepted: 1) }
                     return .appliedAs(record.asChange)
                 }
+                if let inspector = LoadableInspection.inspector { inspectConflict(inspector, id) }
                 // The record as shown: the last of its changes (later ones made while this was sent).
                 let later = items(of: id).filter { $0.id != itemID && $0.state == .pending }
                 let local = later.last.map { $0.change.record } ?? change.record
@@ -224,6 +237,7 @@ extension SyncedCollection {
                     for item in later { outbox.discard(item.id) }
                     await saveServer(id)
                     showWithout(itemID, of: id)
+                    if let inspector = LoadableInspection.inspector { inspectPush(inspector, accepted: 0) }
                     return .dropped
                 case .push(let settled):
                     for item in later { outbox.discard(item.id) }
@@ -237,11 +251,23 @@ extension SyncedCollection {
                         for item in later { outbox.discard(item.id) }
                     }
                     await saveServer(id)
+                    if let inspector = LoadableInspection.inspector { inspectPush(inspector, accepted: 0) }
                     return .conflict(remote: record?.asChange)
                 }
             }
         }
         throw SyncPushConflictsRepeated()
+    }
+
+    /// Records the end of a push that the server answered: `accepted` records taken (none when it
+    /// ended in a conflict).
+    private func inspectPush(_ inspector: LoadableInspector, accepted: Int) {
+        inspector.record(self) { .collectionPushed(label: $0, time: $1, changes: accepted) }
+    }
+
+    /// Records a conflict met on record `id`, on a pull or a push, before it is settled.
+    private func inspectConflict(_ inspector: LoadableInspector, _ id: Record.ID) {
+        inspector.record(self) { .collectionConflict(label: $0, time: $1, record: "\(id)") }
     }
 
     /// Shows record `id` as it stands once item `itemID` leaves the outbox, which it does as soon

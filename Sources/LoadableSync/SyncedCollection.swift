@@ -40,6 +40,16 @@ public import LoadableSyncer
 /// (entries pinned: a bounded cache does not evict them) and restored before the first pull
 /// (``restored()``); ``removeAll()`` forgets them (logout).
 ///
+/// **Inspector.** With a `LoadableInspector` attached, the collection records each pull that
+/// succeeds (`LoadableEvent.collectionPulled`, with the records and tombstones that changed
+/// something), each push the server answered (`collectionPushed`: `1` record accepted, `0` when it
+/// ended in a conflict), and each conflict met on a pull or a push, before it is settled
+/// (`collectionConflict`, with the record's id). Its snapshot entry
+/// (`LoadableInspectorSnapshot.Collection`) counts the records shown, the pending changes, the
+/// conflicts waiting and the live views and records (its leases); the page's actions reach the
+/// collection itself (a sync is a pull). Its `inspectorLabel` defaults to the type and the key
+/// (`SyncedCollection<KintoRemote<Task>>[tasks]`); set it to name it yourself.
+///
 /// Isolated to the main actor.
 @MainActor
 public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remote.Record>> {
@@ -144,6 +154,7 @@ public final class SyncedCollection<Remote: SyncRemote>: Loadable<RecordSet<Remo
         weakSelf = self
         outbox.onError = { [weak self] in self?.report($0) }
         outbox.itemsDidChange = { [weak self] in self?.scheduleRefresh() }
+        registerForInspection()
         startRestore()
     }
 

@@ -76,19 +76,27 @@ public final class ActivityMonitor: Observable {
 
     /// Whether the network can be reached. Syncers pause while it is
     /// ``NetworkConnectivity/offline``.
+    ///
+    /// While a `LoadableInspector` simulates being offline (its page's "go offline" action), it
+    /// reads ``NetworkConnectivity/offline`` whatever was set; what is set meanwhile is kept, and
+    /// read again when the simulation ends.
     public var connectivity: NetworkConnectivity {
         get {
             registrar.access(self, keyPath: \.connectivity)
             return storedConnectivity
         }
         set {
-            guard newValue != storedConnectivity else { return }
-            registrar.withMutation(of: self, keyPath: \.connectivity) { storedConnectivity = newValue }
-            tellFollowers()
+            guard newValue != sourceConnectivity else { return }
+            sourceConnectivity = newValue
+            updateConnectivity()
         }
     }
 
     /// Creates a monitor that only the app changes, active and online unless told otherwise.
+    ///
+    /// The monitor makes itself known to `LoadableInspector`, for the inspector page's
+    /// simulate-offline action (see ``connectivity``); that changes nothing until an inspector
+    /// simulates being offline.
     ///
     /// - Parameters:
     ///   - isActive: Whether the app starts in the foreground; `true` by default.
@@ -96,6 +104,8 @@ public final class ActivityMonitor: Observable {
     public init(isActive: Bool = true, connectivity: NetworkConnectivity = .online) {
         storedIsActive = isActive
         storedConnectivity = connectivity
+        sourceConnectivity = connectivity
+        LoadableInspection.register(self as any LoadableInspectorOfflineSwitch)
     }
 
     /// The monitor that syncers follow unless given another: on Apple platforms, the app's
@@ -137,7 +147,13 @@ public final class ActivityMonitor: Observable {
     // MARK: - Private
 
     private var storedIsActive: Bool
+    /// The connectivity in force: ``sourceConnectivity``, or offline while an inspector simulates
+    /// it.
     private var storedConnectivity: NetworkConnectivity
+    /// The connectivity the app (or the system's wiring) set last.
+    private var sourceConnectivity: NetworkConnectivity
+    /// Whether a `LoadableInspector` simulates being offline.
+    private var isSimulatingOffline = false
     private let registrar = ObservationRegistrar()
     /// The syncers and autosync loadables that follow this monitor, in the order they started.
     private var followers: [WeakFollower] = []
@@ -149,6 +165,15 @@ public final class ActivityMonitor: Observable {
     private var hasQueuedRound = false
     /// What sets the system monitor (kept for as long as the monitor lives).
     private var source: SystemActivitySource?
+
+    /// Sets the connectivity in force from ``sourceConnectivity`` and the simulation; tells
+    /// Observation and the followers when it changed.
+    private func updateConnectivity() {
+        let connectivity = isSimulatingOffline ? .offline : sourceConnectivity
+        guard connectivity != storedConnectivity else { return }
+        registrar.withMutation(of: self, keyPath: \.connectivity) { storedConnectivity = connectivity }
+        tellFollowers()
+    }
 
     /// Tells every follower, in order; a change made by one of them is told in one more round
     /// after this one (followers read the monitor's current values, so one round is enough however
@@ -168,6 +193,28 @@ public final class ActivityMonitor: Observable {
                 entry.follower?.activityDidChange()
             }
         } while hasQueuedRound
+    }
+}
+
+extension ActivityMonitor: LoadableInspectorOfflineSwitch {
+    /// Starts or ends simulating an unreachable network, for the inspector page's simulate-offline
+    /// action: while it lasts the monitor reads offline (as if its source said so), and its
+    /// followers pause; ending it restores what the source says now.
+    package func inspectorSimulateOffline(_ offline: Bool) {
+        guard offline != isSimulatingOffline else { return }
+        isSimulatingOffline = offline
+        updateConnectivity()
+    }
+
+    /// Records that automatic syncing of `loadable` paused (`paused`) or resumed: paused because
+    /// the network is unreachable when it is, else because the app is inactive.
+    package func inspectPause(_ paused: Bool, of loadable: any PureLoadable, _ inspector: LoadableInspector) {
+        guard paused else {
+            inspector.record(loadable) { .resumed(label: $0, time: $1) }
+            return
+        }
+        let reason: LoadableEvent.PauseReason = isOffline ? .offline : .inactive
+        inspector.record(loadable) { .paused(label: $0, time: $1, reason: reason) }
     }
 }
 

@@ -29,7 +29,8 @@ import LoadableSupport
 /// then does not sync; when the app is active and online again, a tick that fell due meanwhile
 /// syncs at once (then the ticks go on every interval from then), and otherwise a failed or stale
 /// loadable syncs (`syncIfNeeded()`) and the ticks go on where they were. A running sync is never
-/// cancelled.
+/// cancelled. With a `LoadableInspector` attached, its pauses and resumptions are recorded (see
+/// ``Loadable/autosync(every:clock:activity:)``).
 ///
 /// The refresh timer is the one ``Loadable/autosync(every:clock:activity:)`` attaches to any
 /// loadable: this class is that, attached at init, for code written as a subclass. To make a

@@ -30,6 +30,11 @@ extension Loadable {
     /// ``LoadableAutosync/stop()``; releasing the loadable (on any thread) stops its timer.
     /// Calling `autosync` again replaces the previous autosync, which stops.
     ///
+    /// With a `LoadableInspector` attached, the autosync records when its ticks pause and resume
+    /// (`LoadableEvent.paused`, `resumed`), under the loadable's `inspectorLabel`, whether or not
+    /// the loadable is observed then. A loadable with a `LoadableSyncer` too gets those events
+    /// from each.
+    ///
     /// - Parameters:
     ///   - interval: The time between two refreshes; greater than `.zero` (anything else stops the
     ///     program with a message naming it). Any length up to `.seconds(Int64.max)` is valid: the
@@ -196,6 +201,10 @@ extension LoadableAutosync: ActivityMonitorFollower {
         let paused = !activity.allowsSyncing
         guard paused != isPaused else { return }
         isPaused = paused
+        // Told before the catch-up, so that the resumed event comes before the sync it starts.
+        if let inspector = LoadableInspection.inspector, !isStopped, let loadable {
+            activity.inspectPause(paused, of: loadable, inspector)
+        }
         guard let tickDeadline else { return }
         if paused {
             // The ticks stop; the deadline stays, so that a tick that falls due meanwhile runs on

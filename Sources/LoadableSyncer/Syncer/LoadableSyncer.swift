@@ -59,6 +59,12 @@ public import Observation
 /// ``nextSyncIn`` and ``isWaitingForNetwork`` are observable (`withObservationTracking`,
 /// SwiftUI): they change when the schedule does, not as time passes.
 ///
+/// With a `LoadableInspector` attached, the syncer records, under its loadable's
+/// `inspectorLabel`, each retry it schedules after a failure (`LoadableEvent.retryScheduled`, with
+/// the delay and its cause: `backoff`, or `retryAfter` when the server's hint asked for longer),
+/// and each pause and resumption (`paused`, with `offline` when the network is unreachable and
+/// `inactive` otherwise; `resumed`). A retry's timer armed again after a pause is not a new retry.
+///
 /// Isolated to the main actor.
 @MainActor
 public final class LoadableSyncer: Observable {
@@ -338,6 +344,7 @@ public final class LoadableSyncer: Observable {
                 cancelTimer()
             case .schedule(let delay):
                 armTimer(after: delay)
+                if let inspector = LoadableInspection.inspector { inspectSchedule(inspector, delay: delay) }
             case .sync, .syncIfNeeded:
                 guard let loadable else {
                     cancelTimer()
@@ -356,6 +363,13 @@ public final class LoadableSyncer: Observable {
                 )
             }
         }
+    }
+
+    /// Records the retry the machine just scheduled, if the schedule is one (not a refresh, not
+    /// the timer armed again after a pause).
+    private func inspectSchedule(_ inspector: LoadableInspector, delay: Duration) {
+        guard let cause = machine.scheduledRetryCause, let loadable else { return }
+        inspector.record(loadable) { .retryScheduled(label: $0, time: $1, delay: delay, cause: cause) }
     }
 
     private func armTimer(after delay: Duration) {
@@ -417,6 +431,11 @@ extension LoadableSyncer: ActivityMonitorFollower {
         // Only resuming may sync, so only then are `shouldRetry` and `needsSync` asked: a change of
         // the monitor does not call the app's code in every syncer for nothing.
         let resumes = !paused && machine.isPaused
+        let pauses = paused && !machine.isPaused
+        // Told before the catch-up, so that the resumed event comes before the sync it starts.
+        if pauses || resumes, let inspector = LoadableInspection.inspector {
+            activity.inspectPause(paused, of: loadable, inspector)
+        }
         perform {
             machine.activityChanged(
                 paused: paused,

@@ -103,6 +103,11 @@ package struct SyncerStateMachine {
     package private(set) var retryAfterDeadline: Duration?
     /// The longest retry delay a hint may ask for.
     package var maxRetryAfter: Duration = .seconds(3600)
+    /// What set the delay of the retry the last ``Action/schedule(after:)`` arms: the backoff, or
+    /// the error's hint when it was longer; `nil` when that action arms a refresh, or arms the
+    /// timer again for the time left after a pause (no new decision). For the inspector's
+    /// `retryScheduled` event, read as the action is carried out.
+    package private(set) var scheduledRetryCause: LoadableEvent.RetryCause?
 
     package init(
         policy: any TimeoutPolicy,
@@ -238,6 +243,8 @@ package struct SyncerStateMachine {
             return actions
         }
         guard let deadline else { return [] }
+        // The timer goes on for the time it had left: the retry was decided before the pause.
+        scheduledRetryCause = nil
         return [.schedule(after: Swift.max(deadline - now, .zero))]
     }
 
@@ -248,7 +255,7 @@ package struct SyncerStateMachine {
         case .didFailToSync where retryAllowed:
             // Never before the server's deadline: the retry is scheduled for it.
             if let retryAfterDeadline, retryAfterDeadline > now {
-                return schedule(after: retryAfterDeadline - now, purpose: .retry, now: now)
+                return schedule(after: retryAfterDeadline - now, purpose: .retry, cause: .retryAfter, now: now)
             }
         case .didSyncSuccessfully where needsSync || (purpose == .refresh && deadline.map { $0 <= now } == true):
             break
@@ -290,6 +297,7 @@ package struct SyncerStateMachine {
         isSyncStartedByZeroDelay = false
         let delay: Duration?
         let purpose: Purpose
+        var cause: LoadableEvent.RetryCause?
         switch state {
         case .idle, .syncing:
             return cancelTimer()
@@ -302,6 +310,8 @@ package struct SyncerStateMachine {
             }
             delay = retryAfter.map { Swift.min(Swift.max(backoff, $0), maxRetryAfter) } ?? backoff
             purpose = .retry
+            // The hint set the delay only when it asked for longer than the backoff.
+            cause = retryAfter.map { $0 > backoff } == true ? .retryAfter : .backoff
         case .didSyncSuccessfully:
             // A success starts the backoff over (the policy resets itself), with a new budget.
             isOutOfRetries = false
@@ -309,7 +319,7 @@ package struct SyncerStateMachine {
             purpose = .refresh
         }
         guard let delay, delay > .zero || !followsZeroDelaySync else { return cancelTimer() }
-        return schedule(after: delay, purpose: purpose, now: now)
+        return schedule(after: delay, purpose: purpose, cause: cause, now: now)
     }
 
     /// Asks the policy for the next delay; stops the program if it is negative.
@@ -325,10 +335,14 @@ package struct SyncerStateMachine {
         return delay
     }
 
-    /// Sets the deadline; arms the timer unless paused (then resuming arms it).
-    private mutating func schedule(after delay: Duration, purpose: Purpose, now: Duration) -> [Action] {
+    /// Sets the deadline; arms the timer unless paused (then resuming arms it). `cause` is what
+    /// set a retry's delay (`nil` for a refresh).
+    private mutating func schedule(
+        after delay: Duration, purpose: Purpose, cause: LoadableEvent.RetryCause? = nil, now: Duration
+    ) -> [Action] {
         deadline = now + delay
         self.purpose = purpose
+        scheduledRetryCause = cause
         isArmedWithZeroDelay = delay == .zero
         // While paused no timer runs (pausing cancelled it).
         return isPaused ? [] : [.schedule(after: delay)]
