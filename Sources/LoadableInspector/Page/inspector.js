@@ -27,6 +27,8 @@ const kindFilter = $("kind-filter");
 let eventCount = 0;
 let refreshTimer = null;
 let lastRefresh = 0;
+// When the event stream last opened: the replayed events that follow at once are not "fresh".
+let openedAt = 0;
 
 function element(tag, attributes, ...children) {
   const node = document.createElement(tag);
@@ -260,12 +262,13 @@ function connect() {
   source.onopen = () => {
     // The server sends every recorded event first: a reconnection starts over.
     clearTimeline();
+    openedAt = Date.now();
     connection.dataset.state = "open";
     connection.textContent = "live";
   };
   source.onmessage = (message) => {
     try {
-      addEvent(JSON.parse(message.data), true);
+      addEvent(JSON.parse(message.data), Date.now() - openedAt > 1000);
     } catch (error) {
       return;
     }

@@ -70,7 +70,9 @@ struct InspectorConnection {
         case .complete(let status, let contentType, let body):
             var bytes = Self.head(
                 status: status,
-                headers: [("Content-Type", contentType), ("Content-Length", "\(body.count)"), ("Cache-Control", "no-store")])
+                headers: [
+                    ("Content-Type", contentType), ("Content-Length", "\(body.count)"), ("Cache-Control", "no-store"),
+                ])
             bytes.append(contentsOf: body)
             if sendAll(bytes) { lingerAndClose() }
         case .events(let replay, let feed, let task):
