@@ -1,7 +1,7 @@
 public import Foundation
 import LoadableSupport
 
-/// The inspector page's server, as ``Loadable/LoadableInspector/serve(port:address:)`` starts it:
+/// The inspector page's server, as `LoadableInspector.serve(port:address:)` starts it:
 /// a small HTTP server on 127.0.0.1 that serves the page, the events as server-sent events, the
 /// snapshot, the timeline, and the page's actions.
 ///
@@ -42,13 +42,15 @@ public final class LoadableInspectorServer: Sendable {
         core.stop()
     }
 
-    /// Why ``Loadable/LoadableInspector/serve(port:address:)`` could not start a server.
+    /// Why `LoadableInspector.serve(port:address:)` could not start a server.
     ///
     /// ```swift
     /// do {
     ///     _ = try inspector.serve(address: "0.0.0.0")
     /// } catch let error as LoadableInspectorServer.ServeError {
-    ///     print(error)  // serve(port:address:): address "0.0.0.0" is not served: only 127.0.0.1 …
+    ///     // LoadableInspector.serve(port:address:): address "0.0.0.0" is not served: the inspector
+    ///     // page is served on 127.0.0.1 only (pass "127.0.0.1" or "localhost")
+    ///     print(error)
     /// }
     /// ```
     public struct ServeError: Error, Sendable, Equatable, CustomStringConvertible {
