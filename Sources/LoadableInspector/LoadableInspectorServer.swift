@@ -42,6 +42,17 @@ public final class LoadableInspectorServer: Sendable {
         core.stop()
     }
 
+    /// The event streams (`GET /events`) open now: one per page that is open.
+    package var openEventStreamCount: Int { core.openEventStreamCount }
+
+    /// Waits, blocking the calling thread, until ``openEventStreamCount`` is `count`, or
+    /// `seconds` pass; for tests, which call it off the main actor.
+    ///
+    /// - Returns: Whether the count is `count`.
+    package func waitForOpenEventStreams(_ count: Int, seconds: Double) -> Bool {
+        core.waitForOpenEventStreams(count, seconds: seconds)
+    }
+
     /// Why `LoadableInspector.serve(port:address:)` could not start a server.
     ///
     /// ```swift

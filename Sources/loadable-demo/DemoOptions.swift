@@ -28,7 +28,7 @@ struct DemoOptions: Equatable {
           --inspect          run the tour with an inspector attached and serve its page: prints the page's
                              address (http://127.0.0.1:PORT/) on a line of its own first, then the tour, then
                              keeps serving (simulated time then follows real time) until interrupted
-          --port N           the page's port with --inspect, from 1 to 65535 (default: one the system picks)
+          --port N           the page's port with --inspect, from 0 to 65535 (default 0: one the system picks)
           --events           run the tour with an inspector attached and print the inspector's timeline (JSON
                              Lines, one event per line) instead of the usual text
           --http             instead, a tour of LoadableHTTP in real time (a few seconds) against a server it
@@ -76,8 +76,8 @@ struct DemoOptions: Equatable {
                 options.events = true
             case "--port":
                 let text = try value()
-                guard let port = Int(text), (1...65535).contains(port) else {
-                    throw Failure(message: "--port needs a port from 1 to 65535, got '\(text)'")
+                guard let port = Int(text), (0...65535).contains(port) else {
+                    throw Failure(message: "--port needs a port from 0 to 65535, got '\(text)'")
                 }
                 options.port = port
             case "--seed":

@@ -155,6 +155,25 @@ struct InspectorServerTests {
         #expect(!live.closed)
     }
 
+    @Test("a client that leaves ends its event stream on the server")
+    func clientThatLeavesEndsItsStream() async throws {
+        let server = server
+        let port = server.port
+        var connection: RawHTTPConnection? = try await blocking {
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+            return connection
+        }
+        let opened = try await blocking { server.waitForOpenEventStreams(1, seconds: 20) }
+        #expect(opened)
+        #expect(server.openEventStreamCount == 1)
+        _ = connection
+        connection = nil  // closes the socket
+        // Within less than the heartbeat (15 s), whose failed write would end it anyway.
+        let ended = try await blocking { server.waitForOpenEventStreams(0, seconds: 10) }
+        #expect(ended, "the server did not notice that the client left")
+    }
+
     @Test("stop() ends an open event stream, and the server then refuses connections")
     func stopEndsTheEventStream() async throws {
         inspector.record(.resumed(label: "a", time: .zero))

@@ -76,8 +76,10 @@ struct InspectorConnection {
             bytes.append(contentsOf: body)
             if sendAll(bytes) { lingerAndClose() }
         case .events(let replay, let feed, let task):
+            core.countEventStream(1)
             streamEvents(replay: replay, feed: feed)
             task.cancel()
+            core.countEventStream(-1)
         }
     }
 

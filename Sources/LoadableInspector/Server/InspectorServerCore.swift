@@ -29,6 +29,8 @@ final class InspectorServerCore: Sendable {
     private let wakeReceiver: Int32
     private let wakeSender: Int32
     private let stopped = Locked(false)
+    /// The event streams open now, and the semaphores of those who wait for the count to change.
+    private let eventStreams = Locked<(count: Int, waiters: [DispatchSemaphore])>((0, []))
     /// Signalled once the accept loop closed the listening socket.
     private let acceptLoopEnded = DispatchSemaphore(value: 0)
 
@@ -70,6 +72,32 @@ final class InspectorServerCore: Sendable {
         _ = write(wakeSender, &byte, 1)
         // Bounded, but the accept loop ends at once: its poll sees the wake pipe.
         _ = acceptLoopEnded.wait(timeout: .now() + .seconds(10))
+    }
+
+    /// Counts an event stream that opens (`+1`) or ends (`-1`), and wakes who waits for the count.
+    func countEventStream(_ change: Int) {
+        let waiters = eventStreams.withLock { streams in
+            streams.count += change
+            return streams.waiters
+        }
+        for waiter in waiters { waiter.signal() }
+    }
+
+    /// The event streams open now.
+    var openEventStreamCount: Int { eventStreams.withLock { $0.count } }
+
+    /// Blocks until ``openEventStreamCount`` is `count`, at most `seconds`; returns whether it is.
+    func waitForOpenEventStreams(_ count: Int, seconds: Double) -> Bool {
+        let waiter = DispatchSemaphore(value: 0)
+        eventStreams.withLock { $0.waiters.append(waiter) }
+        defer { eventStreams.withLock { streams in streams.waiters.removeAll { $0 === waiter } } }
+        let deadline = DispatchTime.now() + seconds
+        // Each round sees the count, or waits for its next change until the deadline.
+        for _ in 0..<1_000_000 {
+            if openEventStreamCount == count { return true }
+            if waiter.wait(timeout: deadline) == .timedOut { return openEventStreamCount == count }
+        }
+        return false
     }
 
     /// Whether ``stop()`` was called.
