@@ -26,18 +26,26 @@ struct InspectorPageBrowserTests {
     @Test("the page shows the tour's events, filters them, and its sync button reaches the loadable")
     func pageInABrowser() async throws {
         let chromium = try #require(Chromium.path)
+        // One minute of real time for all of it; whatever is still running then is killed.
+        let end = ContinuousClock.now + .seconds(60)
+        func secondsLeft(keeping reserve: Int = 0) -> Int {
+            max(1, Int(ContinuousClock.now.duration(to: end).components.seconds) - reserve)
+        }
         let demo = try ChildProcess(try demoExecutable, ["--inspect", "--seed", Self.seed])
         defer { demo.send(SIGKILL) }
-        let address = try await demo.line(within: 60) { $0.hasPrefix("http://") }
+        let address = try await demo.line(within: secondsLeft(keeping: 40)) { $0.hasPrefix("http://") }
         let url = try #require(address, "loadable-demo --inspect printed no address; stderr:\n\(demo.standardError)")
         #expect(url.range(of: #"^http://127\.0\.0\.1:[0-9]+/$"#, options: .regularExpression) != nil)
         // The tour has run once this line is out: every later event comes from the page's action
         // or the syncer's own schedule.
-        let toured = try await demo.line(within: 60) { $0.hasPrefix("The inspector page stays at") }
+        let toured = try await demo.line(within: secondsLeft(keeping: 40)) {
+            $0.hasPrefix("The inspector page stays at")
+        }
         try #require(toured != nil, "the tour did not end; stdout:\n\(demo.standardOutput)")
 
         try? FileManager.default.removeItem(at: Self.screenshot)
         let script = packageRoot.appendingPathComponent("Tests/LoadableInspectorTests/Browser/drive_page.py")
+        let driverDeadline = secondsLeft(keeping: 10)
         let driver = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/env"),
             [
@@ -45,10 +53,10 @@ struct InspectorPageBrowserTests {
                 "--sync-label", "feed profile", "--expect-kind", "syncStarted", "--expect-kind", "syncEnded",
                 "--expect-kind", "watchdog", "--expect-kind", "invalidated", "--expect-label", "access-token",
                 "--expect-label", "feed photos", "--expect-label", "feed notifications", "--filter-kind", "watchdog",
-                "--deadline", "45",
+                "--deadline", "\(driverDeadline)",
             ])
-        let driverStatus = try await driver.waitForExit(within: 60)
-        _ = try await driver.line(within: 10) { _ in false }  // its whole output
+        let driverStatus = try await driver.waitForExit(within: driverDeadline + 5)
+        _ = try await driver.line(within: 5) { _ in false }  // its whole output
         let output = driver.standardOutput
         let noResult = Comment(
             rawValue: "the driver printed no result (status \(driverStatus.map(String.init) ?? "killed")); "
@@ -70,7 +78,7 @@ struct InspectorPageBrowserTests {
 
         // SIGTERM ends the demo's serving with status 0.
         demo.send(SIGTERM)
-        let status = try await demo.waitForExit(within: 20)
+        let status = try await demo.waitForExit(within: secondsLeft())
         #expect(status == 0, "loadable-demo --inspect after SIGTERM: \(status.map(String.init) ?? "still running")")
     }
 

@@ -23,6 +23,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -185,6 +186,8 @@ ROWS = "[...document.querySelectorAll('#timeline-body tr.event')]"
 
 
 def main():
+    # A SIGTERM from the test (its time ran out) still closes the browser, in `finally`.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(3))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chromium", required=True)
     parser.add_argument("--url", required=True)

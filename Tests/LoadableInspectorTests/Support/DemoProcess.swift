@@ -113,15 +113,16 @@ final class ChildProcess: Sendable {
         let ended = try await blocking { exited.wait(timeout: .now() + .seconds(seconds)) == .success }
         guard ended else {
             process.terminate()
-            kill(process.processIdentifier, SIGKILL)
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             return nil
         }
         exited.signal()  // for a later wait
         return process.terminationStatus
     }
 
-    /// Sends `signal` to the process.
+    /// Sends `signal` to the process, unless it has ended (its id may be another process's now).
     func send(_ signal: Int32) {
+        guard process.isRunning else { return }
         kill(process.processIdentifier, signal)
     }
 
