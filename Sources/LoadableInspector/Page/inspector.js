@@ -138,8 +138,10 @@ function actionButtons(label) {
   );
 }
 
+const STATE_NAMES = { didSyncSuccessfully: "synced", didFailToSync: "failed" };
+
 function stateBadge(state) {
-  return element("span", { class: "state", "data-state": state }, state);
+  return element("span", { class: "state", "data-state": state, title: state }, STATE_NAMES[state] || state);
 }
 
 function fillTable(id, rows, columns, emptyText) {
@@ -165,16 +167,24 @@ function showSnapshot(snapshot, labels) {
     actionButtons(entry.label),
   )), 6, "No live store entries.");
   fillTable("collections", snapshot.collections.map((collection) => element(
-    "tr", { class: "collection", "data-label": collection.label, "data-state": collection.state },
+    "tr", {
+      class: "collection", "data-label": collection.label, "data-state": collection.state,
+      "data-records": String(collection.records), "data-pending": String(collection.pending),
+      "data-conflicts": String(collection.conflicts), "data-leases": String(collection.leases),
+    },
     element("td", { class: "label" }, collection.label),
     element("td", {}, stateBadge(collection.state)),
     element("td", {}, age(collection.age)),
-    element("td", {}, collection.records),
-    element("td", {}, collection.pending),
-    element("td", {}, collection.conflicts),
-    element("td", {}, collection.leases),
+    element(
+      "td", { class: "counts" },
+      element("span", {}, collection.records + " shown"),
+      element("span", { class: collection.pending ? "warn" : "" }, collection.pending + " pending"),
+      element("span", { class: collection.conflicts ? "bad" : "" },
+        collection.conflicts + (collection.conflicts === 1 ? " conflict" : " conflicts")),
+      element("span", {}, collection.leases + (collection.leases === 1 ? " lease" : " leases")),
+    ),
     actionButtons(collection.label),
-  )), 8, "No live synced collections.");
+  )), 5, "No live synced collections.");
   fillTable("outbox", snapshot.outboxItems.map((item) => element(
     "tr", { class: "outbox-item", "data-outbox": item.outbox, "data-item": item.id, "data-status": item.status },
     element("td", { class: "label" }, item.outbox),
