@@ -12,11 +12,6 @@ import LoadableSupport
 // The POSIX side of `LoopbackHTTPServer`: its sockets, its threads and the loop of each connection.
 
 extension LoopbackHTTPServer.StartError {
-    /// The error of the call `operation` that just failed, with the current `errno`.
-    init(operation: String, code: Int32 = errno) {
-        self.init(LoopbackSocket.Failure(operation: operation, code: code))
-    }
-
     /// The error of a socket call that failed.
     init(_ failure: LoopbackSocket.Failure) {
         operation = failure.operation
