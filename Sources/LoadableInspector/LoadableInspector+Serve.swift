@@ -10,7 +10,8 @@ extension LoadableInspector {
     /// resources; it reaches no other address. For a debug build only: anyone on the machine can
     /// open the page and act on the app's data, so it is never served on another interface, and
     /// a request whose `Host` is not `127.0.0.1:<port>` or `localhost:<port>` is refused (a web
-    /// page elsewhere cannot reach it through DNS rebinding).
+    /// page elsewhere cannot reach it through DNS rebinding), and so is an action that is not JSON
+    /// or comes from a page of another origin (a form on another site).
     ///
     /// ```swift
     /// let inspector = LoadableInspector()

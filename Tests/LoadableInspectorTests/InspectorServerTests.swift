@@ -134,6 +134,28 @@ struct InspectorServerTests {
         #expect(badOffline.text.contains("expected Bool at `offline`"))
     }
 
+    @Test("POST /actions refuses a body that is not JSON, and a page of another origin (a form elsewhere)")
+    func actionsComeFromThePageOnly() async throws {
+        let loadable = AsyncLoadable<Int> { 1 }
+        loadable.inspectorLabel = "target"
+        inspector.record(loadable) { .invalidated(label: $0, time: $1, deferred: false) }
+        let action = #"{"action":"sync","label":"target"}"#
+        let form = try await RawHTTPConnection.request(
+            "POST", "/actions", port: server.port, body: action, headers: ["Content-Type: text/plain"])
+        #expect(form.status == 415)
+        #expect(form.text.contains("application/json"))
+        let elsewhere = try await RawHTTPConnection.request(
+            "POST", "/actions", port: server.port, body: action,
+            headers: ["Content-Type: application/json", "Origin: https://evil.example"])
+        #expect(elsewhere.status == 403)
+        #expect(elsewhere.text.contains("not from https://evil.example"))
+        #expect(loadable.loadableState == .idle)
+        let page = try await RawHTTPConnection.request(
+            "POST", "/actions", port: server.port, body: action,
+            headers: ["Content-Type: application/json; charset=utf-8", "Origin: http://localhost:\(server.port)"])
+        #expect(page.status == 200)
+    }
+
     @Test("/events sends every recorded event, then each new one as it is recorded")
     func serverSentEventsReplayThenLive() async throws {
         inspector.record(.syncStarted(label: "a", time: .zero))

@@ -72,6 +72,17 @@ struct InspectorRoutes: Sendable {
         case ("GET", "/events"):
             return events() ?? Self.busy
         case ("POST", "/actions"):
+            // A page of another site can send a form to this address (its Host is right, and a
+            // form needs no preflight): an action must come from this page, as JSON.
+            if let origin = head.header("origin"),
+                origin != "http://127.0.0.1:\(port)" && origin != "http://localhost:\(port)"
+            {
+                return Self.error(403, "actions are taken from the inspector page only, not from \(origin)")
+            }
+            let contentType = head.header("content-type")?.split(separator: ";").first
+            guard contentType?.trimmingCharacters(in: .whitespaces).lowercased() == "application/json" else {
+                return Self.error(415, "an action is sent as Content-Type: application/json")
+            }
             return perform(body)
         case (_, "/"), (_, "/index.html"), (_, "/inspector.css"), (_, "/inspector.js"), (_, "/snapshot"),
             (_, "/labels"), (_, "/timeline"), (_, "/events"), (_, "/actions"):
@@ -161,7 +172,9 @@ struct InspectorRoutes: Sendable {
 
     /// An error answer: `{"error": message}`.
     static func error(_ status: Int, _ message: String) -> Answer {
-        let body = (try? JSONEncoder().encode(["error": message])) ?? Data()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let body = (try? encoder.encode(["error": message])) ?? Data()
         return .complete(status: status, contentType: "application/json", body: body)
     }
 

@@ -90,14 +90,19 @@ final class RawHTTPConnection: Sendable {
         return (received.withLock { $0 }, false)
     }
 
-    /// Sends `method path` with `Host: 127.0.0.1:<port>` (or `host`) and reads the whole response.
+    /// Sends `method path` with `Host: 127.0.0.1:<port>` (or `host`), and with a body `headers`
+    /// (JSON by default), and reads the whole response.
     static func request(
-        _ method: String, _ path: String, port: Int, host: String? = nil, body: String? = nil
+        _ method: String, _ path: String, port: Int, host: String? = nil, body: String? = nil,
+        headers: [String] = ["Content-Type: application/json"]
     ) async throws -> Response {
         try await blocking {
             let connection = try RawHTTPConnection(port: port)
             var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host ?? "127.0.0.1:\(port)")\r\n"
-            if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
+            if let body {
+                for header in headers { text += header + "\r\n" }
+                text += "Content-Length: \(body.utf8.count)\r\n"
+            }
             text += "\r\n" + (body ?? "")
             try connection.send(text)
             let (data, closed) = connection.read()
