@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "LoadableHTTP", targets: ["LoadableHTTP"]),
         .library(name: "LoadableSQLite", targets: ["LoadableSQLite"]),
         .library(name: "LoadableSync", targets: ["LoadableSync"]),
+        .library(name: "LoadableInspector", targets: ["LoadableInspector"]),
         .executable(name: "loadable-demo", targets: ["loadable-demo"]),
     ],
     targets: [
@@ -61,11 +62,18 @@ let package = Package(
             dependencies: ["Loadable", "LoadableSupport", "LoadableSyncer", "LoadableCaching", "LoadableHTTP"],
             swiftSettings: upcomingFeatures
         ),
+        // The inspector's page: a server on 127.0.0.1 and the HTML, CSS and JavaScript it serves.
+        .target(
+            name: "LoadableInspector",
+            dependencies: ["Loadable", "LoadableSupport"],
+            resources: [.copy("Page")],
+            swiftSettings: upcomingFeatures
+        ),
         .executableTarget(
             name: "loadable-demo",
             dependencies: [
                 "Loadable", "LoadableGroup", "LoadableSyncer", "LoadableTesting", "LoadableCaching", "LoadableHTTP",
-                "LoadableSupport", "LoadableSync",
+                "LoadableSupport", "LoadableSync", "LoadableInspector",
             ],
             swiftSettings: upcomingFeatures
         ),
@@ -145,6 +153,16 @@ let package = Package(
             ],
             // The real Kinto's launcher, run with the Python of a virtual environment; not a resource.
             exclude: ["Kinto/kinto_server.py"],
+            swiftSettings: upcomingFeatures
+        ),
+        // The inspector's server, the demo's golden timeline, and the page in a real headless
+        // browser. The demo is a dependency so that SwiftPM builds it first: the tests run it.
+        .testTarget(
+            name: "LoadableInspectorTests",
+            dependencies: ["LoadableInspector", "Loadable", "LoadableTesting", "LoadableTestSupport", "loadable-demo"],
+            // The browser's driver (run with python3) and the golden timeline (read and written at
+            // its place in the package, found from #filePath): not resources.
+            exclude: ["Browser/drive_page.py", "Golden"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -11,58 +11,12 @@ import LoadableSupport
 
 // The POSIX side of `LoopbackHTTPServer`: its sockets, its threads and the loop of each connection.
 
-/// The flags and types that differ between the C libraries.
-private enum Platform {
-    #if canImport(Glibc)
-        static let streamSocket = Int32(SOCK_STREAM.rawValue)
-        /// Set when the socket is made, so a process spawned meanwhile (an exit test) never
-        /// inherits it.
-        static let closeOnExecFlag = Int32(SOCK_CLOEXEC.rawValue)
-        /// A client that hung up makes `send` fail with `EPIPE` instead of raising `SIGPIPE`.
-        static let sendFlags = Int32(MSG_NOSIGNAL)
-    #elseif canImport(Musl)
-        static let streamSocket = SOCK_STREAM
-        static let closeOnExecFlag = SOCK_CLOEXEC
-        static let sendFlags = MSG_NOSIGNAL
-    #else
-        static let streamSocket = SOCK_STREAM
-        /// Darwin has no `SOCK_CLOEXEC`: `configure` sets `FD_CLOEXEC` instead.
-        static let closeOnExecFlag: Int32 = 0
-        /// Darwin has no `MSG_NOSIGNAL`: `configure` sets `SO_NOSIGPIPE` on each socket instead.
-        static let sendFlags: Int32 = 0
-    #endif
-
-    /// Makes `socket` close on exec, non-blocking and, on Darwin, free of `SIGPIPE`.
-    static func configure(_ socket: Int32) throws(LoopbackHTTPServer.StartError) {
-        guard fcntl(socket, F_SETFD, fcntl(socket, F_GETFD) | FD_CLOEXEC) == 0 else {
-            throw LoopbackHTTPServer.StartError(operation: "fcntl(F_SETFD)")
-        }
-        guard fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK) == 0 else {
-            throw LoopbackHTTPServer.StartError(operation: "fcntl(F_SETFL)")
-        }
-        #if canImport(Darwin)
-            try setOption(socket, SOL_SOCKET, SO_NOSIGPIPE, name: "setsockopt(SO_NOSIGPIPE)")
-        #endif
-    }
-
-    /// Sets the integer socket option `option` to 1.
-    static func setOption(
-        _ socket: Int32, _ level: Int32, _ option: Int32, name: String
-    ) throws(LoopbackHTTPServer.StartError) {
-        var one: Int32 = 1
-        guard setsockopt(socket, level, option, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-            throw LoopbackHTTPServer.StartError(operation: name)
-        }
-    }
-}
-
 extension LoopbackHTTPServer.StartError {
-    /// The error of the call `operation` that just failed, with the current `errno`.
-    init(operation: String, code: Int32 = errno) {
-        self.operation = operation
-        self.code = code
-        description =
-            "LoopbackHTTPServer could not start: \(operation) failed with errno \(code) (\(String(cString: strerror(code))))"
+    /// The error of a socket call that failed.
+    init(_ failure: LoopbackSocket.Failure) {
+        operation = failure.operation
+        code = failure.code
+        description = "LoopbackHTTPServer could not start: \(failure.message)"
     }
 }
 
@@ -81,57 +35,20 @@ extension LoopbackHTTPServer {
 
         /// Opens a listening socket on 127.0.0.1 on a port the system picks, and the wake pipe.
         static func open() throws(StartError) -> Sockets {
-            let listener = socket(AF_INET, Platform.streamSocket | Platform.closeOnExecFlag, 0)
-            guard listener >= 0 else { throw StartError(operation: "socket") }
+            let listener: Int32
             let port: Int
             do {
-                port = try bindAndListen(listener)
+                (listener, port) = try LoopbackSocket.listen(backlog: backlog)
             } catch {
-                close(listener)
-                throw error
-            }
-            // A socket pair, not a pipe: it can be made close-on-exec atomically without `pipe2`,
-            // which Swift's Glibc module does not show.
-            var pair: [Int32] = [-1, -1]
-            guard socketpair(AF_UNIX, Platform.streamSocket | Platform.closeOnExecFlag, 0, &pair) == 0 else {
-                let error = StartError(operation: "socketpair")
-                close(listener)
-                throw error
+                throw StartError(error)
             }
             do {
-                try Platform.configure(pair[0])
-                try Platform.configure(pair[1])
+                let (receiver, sender) = try LoopbackSocket.makePair()
+                return Sockets(listener: listener, port: port, wakeReceiver: receiver, wakeSender: sender)
             } catch {
                 close(listener)
-                close(pair[0])
-                close(pair[1])
-                throw error
+                throw StartError(error)
             }
-            return Sockets(listener: listener, port: port, wakeReceiver: pair[0], wakeSender: pair[1])
-        }
-
-        /// Binds `listener` to 127.0.0.1 on a free port, listens, and returns the port.
-        private static func bindAndListen(_ listener: Int32) throws(StartError) -> Int {
-            try Platform.configure(listener)
-            try Platform.setOption(listener, SOL_SOCKET, SO_REUSEADDR, name: "setsockopt(SO_REUSEADDR)")
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = 0
-            address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-            #if canImport(Darwin)
-                address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-            #endif
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
-            }
-            guard bound == 0 else { throw StartError(operation: "bind") }
-            guard listen(listener, backlog) == 0 else { throw StartError(operation: "listen") }
-            let named = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-            }
-            guard named == 0 else { throw StartError(operation: "getsockname") }
-            return Int(UInt16(bigEndian: address.sin_port))
         }
     }
 
@@ -147,20 +64,9 @@ extension LoopbackHTTPServer {
 
         /// A new signal, or `nil` if the system has no descriptors left.
         init?() {
-            var pair: [Int32] = [-1, -1]
-            guard socketpair(AF_UNIX, Platform.streamSocket | Platform.closeOnExecFlag, 0, &pair) == 0 else {
-                return nil
-            }
-            do {
-                try Platform.configure(pair[0])
-                try Platform.configure(pair[1])
-            } catch {
-                close(pair[0])
-                close(pair[1])
-                return nil
-            }
-            receiver = pair[0]
-            sender = pair[1]
+            guard let (receiver, sender) = try? LoopbackSocket.makePair() else { return nil }
+            self.receiver = receiver
+            self.sender = sender
         }
 
         deinit {
@@ -171,7 +77,7 @@ extension LoopbackHTTPServer {
         /// Fires the signal; firing it again changes nothing.
         func fire() {
             var byte: UInt8 = 1
-            _ = send(sender, &byte, 1, Platform.sendFlags)
+            _ = send(sender, &byte, 1, LoopbackSocket.sendFlags)
         }
     }
 
@@ -267,8 +173,7 @@ extension LoopbackHTTPServer {
                     return  // EAGAIN: none left; anything else: the next poll tells
                 }
                 do {
-                    try Platform.configure(socket)
-                    try Platform.setOption(socket, Int32(IPPROTO_TCP), TCP_NODELAY, name: "setsockopt(TCP_NODELAY)")
+                    try LoopbackSocket.configureAccepted(socket)
                 } catch {
                     close(socket)
                     continue
@@ -377,7 +282,7 @@ extension LoopbackHTTPServer {
             case .ended: return false
             }
             let head: RequestHead
-            switch RequestHead.parse(buffer[..<(headEnd - 4)]) {
+            switch RequestHead.parse(buffer[..<(headEnd - 4)], maximumBodySize: maximumBodySize) {
             case .success(let parsed): head = parsed
             case .failure(let refusal):
                 refuse(refusal)
@@ -389,7 +294,8 @@ extension LoopbackHTTPServer {
             }
             guard readBody(upTo: bodyEnd, until: .now + Core.idleTimeout) else { return false }
             let request = Request(
-                method: head.method, target: head.target, httpVersion: head.httpVersion, headers: head.headers,
+                method: head.method, target: head.target, httpVersion: head.httpVersion,
+                headers: head.headers.map { Header($0.name, $0.value) },
                 body: Data(buffer[headEnd..<bodyEnd]))
             buffer.removeSubrange(..<bodyEnd)
             searchedCount = 0
@@ -607,7 +513,7 @@ extension LoopbackHTTPServer {
             for _ in 0...bytes.count + 1_000 {
                 if offset == bytes.count { return true }
                 let count = bytes.withUnsafeBytes { bytes in
-                    send(socket, bytes.baseAddress! + offset, bytes.count - offset, Platform.sendFlags)
+                    send(socket, bytes.baseAddress! + offset, bytes.count - offset, LoopbackSocket.sendFlags)
                 }
                 if count > 0 {
                     offset += count

@@ -9,7 +9,7 @@ import LoadableTesting
 @MainActor
 final class Tour {
     let options: DemoOptions
-    let clock = ManualClock()
+    let clock: ManualClock
     let timeline: Timeline
     let stats = DemoStats()
     let auth: AuthService
@@ -39,8 +39,10 @@ final class Tour {
     private var tasks: [Task<Void, Never>] = []
     private var observations: [LoadableObservation] = []
 
-    init(options: DemoOptions) {
+    /// - Parameter clock: The simulated time; `--inspect` and `--events` pass the inspector's.
+    init(options: DemoOptions, clock: ManualClock = ManualClock()) {
         self.options = options
+        self.clock = clock
         timeline = Timeline(clock: clock)
         auth = AuthService(seed: options.seed, failureRate: options.failureRate, clock: clock)
         server = APIServer(seed: options.seed &+ 1, clock: clock)

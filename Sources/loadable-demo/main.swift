@@ -1,4 +1,5 @@
-// The Loadable tour: `swift run loadable-demo --help`; `--http` for the tour of LoadableHTTP.
+// The Loadable tour: `swift run loadable-demo --help`; `--http` for the tour of LoadableHTTP,
+// `--inspect` for the tour with the inspector's page, `--events` for its timeline.
 //
 // Loadables live on the main actor. On Linux the main actor runs when the program has an async
 // entry point, like this top-level `await`.
@@ -28,6 +29,8 @@ func main() async -> Int32 {
     }
     // Simulated time is replayable only if tasks woken at the same instant run in a fixed order.
     SerialExecution.install()
+    if options.events { return await Inspect.printEvents(options: options) }
+    if options.inspect { return await Inspect.serve(options: options) }
     await Tour(options: options).run()
     return 0
 }
