@@ -132,7 +132,9 @@ public final class LoadableInspector {
         record(make(label, now))
     }
 
-    /// A loadable moved from `old` to `new` state: a sync began or ended.
+    /// A loadable moved from `old` to `new` state: a sync began or ended. A sync that ends in
+    /// `idle` was cancelled (the owner tells a cancelled sync as `idle`, whatever state it went
+    /// back to).
     package func stateChanged(
         _ loadable: any PureLoadable, from old: LoadableState, to new: LoadableState, error: (any Error)?
     ) {

@@ -887,17 +887,20 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
 
     /// Tells the attached ``LoadableInspector``, if any, that the state moved from `oldState`
     /// (a sync began or ended). One load and compare when none is attached.
+    /// `cancellingSync`: the sync was cancelled, whatever state it went back to.
     @inline(__always)
-    final func inspectStateChange(from oldState: LoadableState) {
+    final func inspectStateChange(from oldState: LoadableState, cancellingSync: Bool = false) {
         guard let inspector = LoadableInspection.inspector else { return }
-        inspectStateChangeSlowly(inspector, from: oldState)
+        inspectStateChangeSlowly(inspector, from: oldState, cancellingSync: cancellingSync)
     }
 
     @inline(never)
-    private func inspectStateChangeSlowly(_ inspector: LoadableInspector, from oldState: LoadableState) {
+    private func inspectStateChangeSlowly(
+        _ inspector: LoadableInspector, from oldState: LoadableState, cancellingSync: Bool
+    ) {
         let newState = core.state
         guard newState != oldState else { return }
-        inspector.stateChanged(self, from: oldState, to: newState, error: core.error)
+        inspector.stateChanged(self, from: oldState, to: cancellingSync ? .idle : newState, error: core.error)
     }
 
     /// Called when the first observer arrived or the last one left, before the public hooks.
@@ -909,7 +912,7 @@ open class PushLoadable<Contents>: ContentsLoadable, Observable, @MainActor Cust
         core.willChange()
         let oldState = core.state
         core.storeStateBeforeSyncing()
-        inspectStateChange(from: oldState)
+        inspectStateChange(from: oldState, cancellingSync: true)
         core.freshness.subtract([.pendingSync, .slowSync])
         core.didChange(NotificationSubject(self))
     }
