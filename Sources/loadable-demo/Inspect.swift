@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LoadableCaching
 import LoadableInspector
 import LoadableSupport
 import LoadableTesting
@@ -19,6 +20,8 @@ enum Inspect {
         let clock = ManualClock()
         let inspector = LoadableInspector(clock: clock)
         inspector.attach()
+        // The timeline names outbox items by id: the same seed must give the same ids.
+        OutboxIdentifiers.replayableSource = SeededRandomNumberGenerator(seed: options.seed)
         let tour = Tour(options: options, clock: clock)
         tour.token.inspectorLabel = "access-token"
         for (name, feed) in tour.feeds { feed.inspectorLabel = "feed \(name)" }

@@ -8,9 +8,10 @@ import Testing
 @MainActor
 @Suite("The demo's golden timeline")
 struct DemoGoldenTimelineTests {
-    /// The golden timeline of `loadable-demo --events --seed 7`.
+    /// The golden timeline of `loadable-demo --events --seed 7 --failure-rate 0.6` (the failures bring
+    /// the syncer's retries in).
     static let golden = packageRoot.appendingPathComponent("Tests/LoadableInspectorTests/Golden/demo-events.jsonl")
-    static let arguments = ["--events", "--seed", "7"]
+    static let arguments = ["--events", "--seed", "7", "--failure-rate", "0.6"]
 
     @Test("two runs print the same bytes, equal to Golden/demo-events.jsonl (LOADABLE_UPDATE_GOLDEN=1 writes it)")
     func goldenTimeline() async throws {

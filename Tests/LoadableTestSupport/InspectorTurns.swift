@@ -20,6 +20,44 @@ public func withInspector<Result>(
     return try await body()
 }
 
+/// Attaches `inspector` when its turn comes (see ``withInspector(_:_:)``), for a test that
+/// cannot put its body in a closure: end the turn with ``InspectorTurn/end()`` (in a `defer`).
+@MainActor
+public func takeInspectorTurn(attaching inspector: LoadableInspector) async -> InspectorTurn {
+    await InspectorTurns.shared.take()
+    inspector.attach()
+    return InspectorTurn(inspector: inspector)
+}
+
+/// A turn taken by ``takeInspectorTurn(attaching:)``.
+@MainActor
+public struct InspectorTurn {
+    let inspector: LoadableInspector
+
+    /// Detaches the inspector and gives the turn to the next test.
+    public func end() {
+        inspector.detach()
+        InspectorTurns.shared.give()
+    }
+}
+
+/// Runs `body` with a new inspector on `clock` attached (see ``withInspector(_:_:)``), and
+/// detaches it after.
+@MainActor
+public func withAttachedInspector<Result>(
+    clock: any Clock<Duration>, _ body: (LoadableInspector) async throws -> Result
+) async rethrows -> Result {
+    let inspector = LoadableInspector(clock: clock)
+    return try await withInspector(inspector) { try await body(inspector) }
+}
+
+extension LoadableInspector {
+    /// The recorded events about `label`: the inspector records other tests' events too.
+    public func events(of label: String) -> [LoadableEvent] {
+        recordedEvents.filter { $0.label == label }
+    }
+}
+
 /// The turns of ``withInspector(_:_:)``: a first-come queue on the main actor.
 @MainActor
 final class InspectorTurns {

@@ -38,9 +38,8 @@ public final class LoadableInspector {
     private var syncStarts: [ObjectIdentifier: Duration] = [:]
     /// The HTTP status that ends each object's running sync, when it speaks HTTP.
     private var syncStatuses: [ObjectIdentifier: Int] = [:]
-    /// The live ``events`` streams.
-    private var continuations: [Int: AsyncStream<LoadableEvent>.Continuation] = [:]
-    private var nextStreamID = 0
+    /// The live ``events`` streams; they end with the inspector.
+    private let streams = EventStreams()
     /// Loadables that were the subject of an event, by label: what an action may reach besides
     /// the entries of stores and the collections.
     private var targets: [String: WeakTarget] = [:]
@@ -84,12 +83,7 @@ public final class LoadableInspector {
     public var events: AsyncStream<LoadableEvent> {
         let (stream, continuation) = AsyncStream<LoadableEvent>.makeStream(
             bufferingPolicy: .bufferingNewest(capacity))
-        let id = nextStreamID
-        nextStreamID += 1
-        continuations[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { @MainActor in self?.continuations[id] = nil }
-        }
+        streams.add(continuation)
         return stream
     }
 
@@ -116,7 +110,7 @@ public final class LoadableInspector {
             droppedEventCount += 1
         }
         recordedEvents.append(event)
-        for continuation in continuations.values { continuation.yield(event) }
+        streams.yield(event)
     }
 
     // MARK: - Events of loadables
@@ -217,6 +211,33 @@ public final class LoadableInspector {
 
     private struct WeakTarget {
         weak var loadable: (any SyncableLoadable)?
+    }
+}
+
+/// The continuations of an inspector's ``LoadableInspector/events`` streams: finished when the
+/// inspector is released (its `deinit` may run on any thread, hence the lock), dropped when their
+/// reader stops.
+private final class EventStreams: Sendable {
+    private let continuations = Locked<[Int: AsyncStream<LoadableEvent>.Continuation]>([:])
+    private let nextID = Locked(0)
+
+    func add(_ continuation: AsyncStream<LoadableEvent>.Continuation) {
+        let id = nextID.withLock { id in
+            defer { id += 1 }
+            return id
+        }
+        continuations.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.continuations.withLock { $0.removeValue(forKey: id) }
+        }
+    }
+
+    func yield(_ event: LoadableEvent) {
+        for continuation in continuations.withLock({ Array($0.values) }) { continuation.yield(event) }
+    }
+
+    deinit {
+        for continuation in continuations.withLock({ Array($0.values) }) { continuation.finish() }
     }
 }
 

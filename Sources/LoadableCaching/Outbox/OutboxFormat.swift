@@ -222,9 +222,19 @@ typealias OutboxFormatError = ByteFormatError
 /// The ids and idempotency keys of new items: version 4 UUID strings, as `UUID().uuidString`
 /// spells them, drawn from the system's random number generator (which, unlike `UUID()` on
 /// Linux, opens no file).
-enum OutboxIdentifiers {
+package enum OutboxIdentifiers {
+    /// A generator that replaces the system's, for a program that must replay the same ids from a
+    /// seed (the demo's inspector timeline, which names items by id); `nil`, the system's, in an
+    /// app.
+    @MainActor package static var replayableSource: (any RandomNumberGenerator)?
+
     /// A new id and a new idempotency key.
+    @MainActor
     static func pair() -> (id: String, idempotencyKey: String) {
+        if var source = replayableSource {
+            defer { replayableSource = source }
+            return (string(source.next(), source.next()), string(source.next(), source.next()))
+        }
         var random = SystemRandomNumberGenerator()
         return (string(random.next(), random.next()), string(random.next(), random.next()))
     }

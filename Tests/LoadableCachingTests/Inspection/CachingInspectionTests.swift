@@ -54,8 +54,8 @@ struct CachingInspectionTests {
     func leases() async throws {
         let clock = ManualClock()
         let inspector = LoadableInspector(clock: clock)
-        inspector.attach()
-        defer { inspector.detach() }
+        let turn = await takeInspectorTurn(attaching: inspector)
+        defer { turn.end() }
 
         let store = LoadableStore<Int, AsyncLoadable<Int>>(retention: .seconds(60), clock: clock) { key in
             clockedLoadable(clock: clock, label: "InspectorLease.store[\(key)]") { key }
@@ -126,8 +126,8 @@ struct CachingInspectionTests {
     func storeSnapshot() async throws {
         let clock = ManualClock()
         let inspector = LoadableInspector(clock: clock)
-        inspector.attach()
-        defer { inspector.detach() }
+        let turn = await takeInspectorTurn(attaching: inspector)
+        defer { turn.end() }
 
         let gate = AsyncGate()
         // Retention on a clock of its own: `clock` counts only the syncs' sleeps.
@@ -197,8 +197,8 @@ struct CachingInspectionTests {
         let clock = ManualClock()
         let wall = PersistenceWallClock()
         let inspector = LoadableInspector(clock: clock)
-        inspector.attach()
-        defer { inspector.detach() }
+        let turn = await takeInspectorTurn(attaching: inspector)
+        defer { turn.end() }
 
         let cache = InMemoryLoadableCache()
         let entry = try persistedEntry(5, savedAt: wall.now)
@@ -262,8 +262,8 @@ struct CachingInspectionTests {
     func outboxEvents() async throws {
         let clock = ManualClock()
         let inspector = LoadableInspector(clock: clock)
-        inspector.attach()
-        defer { inspector.detach() }
+        let turn = await takeInspectorTurn(attaching: inspector)
+        defer { turn.end() }
 
         let server = OutcomeServer()
         let outbox = makeOutcomeOutbox(cache: InMemoryLoadableCache().scoped("outbox/"), server: server, clock: clock)
@@ -332,8 +332,8 @@ struct CachingInspectionTests {
     func coalescedEnqueue() async {
         let clock = ManualClock()
         let inspector = LoadableInspector(clock: clock)
-        inspector.attach()
-        defer { inspector.detach() }
+        let turn = await takeInspectorTurn(attaching: inspector)
+        defer { turn.end() }
 
         let outbox = makeOutcomeOutbox(
             cache: InMemoryLoadableCache(), server: OutcomeServer(),
@@ -365,7 +365,8 @@ struct CachingInspectionTests {
         let clock = ManualClock()
         let idle = LoadableInspector(clock: clock)  // made, never attached
         let inspector = LoadableInspector(clock: clock)
-        inspector.attach()
+        let turn = await takeInspectorTurn(attaching: inspector)
+        defer { turn.end() }
         let store = LoadableStore<Int, AsyncLoadable<Int>>(
             retention: .seconds(60), clock: clock, cache: InMemoryLoadableCache(), cacheKey: { "k\($0)" }
         ) { key in
