@@ -20,6 +20,11 @@ public func withInspector<Result>(
     return try await body()
 }
 
+/// The capacity of the inspectors of tests: while one is attached, every test running in parallel
+/// reports to it, and a busy run records well over the default 10,000 events before a test reads
+/// its own (the oldest, dropped first, were the test's).
+public let inspectorTestCapacity = 1_000_000
+
 /// Attaches `inspector` when its turn comes (see ``withInspector(_:_:)``), for a test that
 /// cannot put its body in a closure: end the turn with ``InspectorTurn/end()`` (in a `defer`).
 @MainActor
@@ -47,7 +52,7 @@ public struct InspectorTurn {
 public func withAttachedInspector<Result>(
     clock: any Clock<Duration>, _ body: (LoadableInspector) async throws -> Result
 ) async rethrows -> Result {
-    let inspector = LoadableInspector(clock: clock)
+    let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
     return try await withInspector(inspector) { try await body(inspector) }
 }
 

@@ -15,6 +15,7 @@ struct GuideSamplesTests {
         "Docs/Caching.md": ["Tests/LoadableCachingTests/Store/CachingGuideTests.swift"],
         "Docs/GettingStarted.md": ["Tests/LoadableTests/GettingStartedGuideTests.swift"],
         "Docs/Groups.md": ["Tests/LoadableGroupTests/GroupsGuideTests.swift"],
+        "Docs/Inspector.md": ["Tests/LoadableInspectorTests/InspectorGuideTests.swift"],
         "Docs/HTTP.md": [
             "Tests/LoadableHTTPTests/HTTPGuideTests.swift", "Tests/LoadableHTTPTests/HTTPAuthorizationTests.swift",
             "Tests/LoadableHTTPTests/HTTPWritesGuideTests.swift",

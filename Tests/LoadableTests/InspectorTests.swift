@@ -20,7 +20,7 @@ struct InspectorTests {
 
     @Test("a sync that succeeds, one that fails and one cancelled: started and ended, with durations")
     func syncsStartAndEnd() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(clock: clock)
         loadable.inspectorLabel = "inspector.syncs"
         await withInspector(inspector) {
@@ -52,7 +52,7 @@ struct InspectorTests {
 
     @Test("an AsyncLoadable's sync is recorded with its default label, the type")
     func asyncLoadableDefaultLabel() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = AsyncLoadable(clock: clock) { 7 }
         #expect(loadable.inspectorLabel == "AsyncLoadable<Int>")
         await withInspector(inspector) {
@@ -67,7 +67,7 @@ struct InspectorTests {
 
     @Test("invalidation: deferred behind a running sync, or not")
     func invalidation() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(contents: 1, clock: clock)
         loadable.inspectorLabel = "inspector.invalidation"
         await withInspector(inspector) {
@@ -85,7 +85,7 @@ struct InspectorTests {
 
     @Test("the watchdog: slow, then timed out (the sync then fails)")
     func watchdog() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(clock: clock)
         loadable.inspectorLabel = "inspector.watchdog"
         loadable.slowSyncAfter = .seconds(1)
@@ -112,7 +112,7 @@ struct InspectorTests {
 
     @Test("nothing is recorded while no inspector is attached, nor after detach()")
     func nothingWhileDetached() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(clock: clock)
         loadable.inspectorLabel = "inspector.detached"
         loadable.finishInDoSync = .succeed(1)
@@ -127,8 +127,8 @@ struct InspectorTests {
 
     @Test("attach() replaces the attached inspector; detach() of one not attached does nothing")
     func attachReplaces() async {
-        let first = LoadableInspector(clock: clock)
-        let second = LoadableInspector(clock: clock)
+        let first = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
+        let second = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         await withInspector(first) {
             #expect(LoadableInspector.attached === first)
             second.detach()
@@ -248,7 +248,7 @@ struct InspectorTests {
     /// A scripted episode on a fresh clock: the timeline it records.
     private static func scriptedTimeline() async -> String {
         let clock = ManualClock()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(clock: clock)
         loadable.inspectorLabel = "inspector.replay"
         loadable.slowSyncAfter = .milliseconds(300)
@@ -296,7 +296,7 @@ struct InspectorTests {
 
     @Test("events streams get what is recorded after they were made; a stream cancelled stops getting them")
     func eventsStream() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(clock: clock)
         loadable.inspectorLabel = "inspector.stream"
         loadable.finishInDoSync = .succeed(1)
@@ -315,7 +315,7 @@ struct InspectorTests {
 
     @Test("a stream ends when its inspector is released")
     func streamEndsWithInspector() async {
-        var inspector: LoadableInspector? = LoadableInspector(clock: clock)
+        var inspector: LoadableInspector? = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let stream = inspector!.events
         weak let released = inspector
         inspector = nil
@@ -329,7 +329,7 @@ struct InspectorTests {
 
     @Test("sync and invalidate reach a loadable the inspector has seen; an unknown label does nothing")
     func actions() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(contents: 1, clock: clock)
         loadable.inspectorLabel = "inspector.actions"
         await withInspector(inspector) {
@@ -347,7 +347,7 @@ struct InspectorTests {
 
     @Test("an action on a loadable released since does nothing")
     func actionOnReleased() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         await withInspector(inspector) {
             var loadable: ManualLoadable? = ManualLoadable(contents: 1, clock: clock)
             loadable!.inspectorLabel = "inspector.gone"
@@ -358,21 +358,9 @@ struct InspectorTests {
         }
     }
 
-    @Test("simulate offline shows in the snapshot")
-    func offlineFlag() async {
-        let inspector = LoadableInspector(clock: clock)
-        await withInspector(inspector) {
-            #expect(!inspector.snapshot().isOfflineSimulated)
-            #expect(inspector.perform(.setOffline(true)))
-            #expect(inspector.snapshot().isOfflineSimulated)
-            #expect(inspector.perform(.setOffline(false)))
-            #expect(!inspector.snapshot().isOfflineSimulated)
-        }
-    }
-
     @Test("an observer that detaches the inspector while told of a sync: the sync's end is not recorded")
     func detachDuringCallback() async {
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let loadable = ManualLoadable(clock: clock)
         loadable.inspectorLabel = "inspector.reentrant"
         await withInspector(inspector) {

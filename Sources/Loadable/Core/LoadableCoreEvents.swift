@@ -105,6 +105,15 @@ extension LoadableCore {
         return nil
     }
 
+    /// Whether some subscriber matches `condition`. Not generic, unlike ``subscriber(_:)``: code
+    /// that runs unspecialized looks up no type metadata to ask (a class check such as
+    /// `{ $0 is SomeBaseClass }` walks the superclass chain only).
+    package func containsSubscriber(where condition: (any LoadableCoreSubscriber) -> Bool) -> Bool {
+        guard let extras else { return false }
+        if let first = extras.subscribers.first, condition(first) { return true }
+        return extras.subscribers.rest.contains(where: condition)
+    }
+
     /// Whether a subscriber of exactly `type` is subscribed. Not generic, unlike
     /// ``subscriber(_:)``: code that runs unspecialized looks up no type metadata to ask.
     package func hasSubscriber(ofType type: any LoadableCoreSubscriber.Type) -> Bool {

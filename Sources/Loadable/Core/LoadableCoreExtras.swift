@@ -30,8 +30,6 @@ package final class LoadableCoreExtras {
     /// Storage of the owning type that most of its instances never need, made on first use (the
     /// pending optimistic changes of a loadable with contents, and the base contents under them).
     @exclusivity(unchecked) var ownerStorage: AnyObject?
-    /// The loadable's ``PureLoadable/inspectorLabel``, when one was set.
-    @exclusivity(unchecked) var inspectorLabel: String?
     /// Failures since the last success.
     @exclusivity(unchecked) var consecutiveFailures = 0
     /// Contents older than this are stale; `nil`: never stale by age.

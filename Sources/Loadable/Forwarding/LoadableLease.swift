@@ -79,14 +79,6 @@ private nonisolated(unsafe) let leaseEndsOnMainActor = unsafeBitCast(
     to: NonisolatedLeaseEnds.self
 )
 
-/// Runs `body` on the main actor: at once when called on the main queue (a `deinit` there), in
-/// a task otherwise. For a `deinit` of another module (a store's, which unhooks its entries from
-/// their loadables), where `Thread.isMainThread` cannot tell: on Linux an async `main` serves the
-/// main queue from a worker thread.
-package func runOnMainActorFromAnyThread(_ body: @escaping @MainActor @Sendable () -> Void) {
-    runOnMainActor(body)
-}
-
 /// A use of a loadable that is itself a loadable: while the lease lives, its ``loadable`` is in
 /// use (`SyncableLoadable.isInUse`).
 ///

@@ -253,15 +253,30 @@ extension PureLoadable {
     public var inspectorLabel: String {
         get {
             if let core = loadableCapabilities.owner?.core {
-                if let label = core.extras?.inspectorLabel { return label }
+                if let note = core.subscriber(InspectorLabelNote.self) { return note.label }
                 if let key = core.inspectorKey { return "\(type(of: self))[\(key)]" }
             }
             return "\(type(of: self))"
         }
         set {
-            loadableCapabilities.owner?.core.extrasForWriting.inspectorLabel = newValue
+            guard let core = loadableCapabilities.owner?.core else { return }
+            if let note = core.subscriber(InspectorLabelNote.self) {
+                note.label = newValue
+            } else {
+                core.subscribe(InspectorLabelNote(label: newValue))
+            }
         }
     }
+}
+
+/// A label set on a loadable, kept as a subscriber of its core that asks for no event: a loadable
+/// never labelled pays no byte for it.
+@MainActor
+final class InspectorLabelNote: LoadableCoreSubscriber {
+    var label: String
+    init(label: String) { self.label = label }
+    var coreEvents: LoadableCoreEvent.Kinds { [] }
+    func loadableCoreDidEmit(_ event: LoadableCoreEvent) {}
 }
 
 extension LoadableCore {

@@ -138,7 +138,7 @@ private func dispatchGetSpecific(_ key: UnsafeRawPointer) -> UnsafeMutableRawPoi
 
 /// Runs `body` on the main actor: now if this is the main actor (a `deinit` on the main thread),
 /// otherwise in a task (a main-actor object released on another thread).
-func runOnMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
+package func runOnMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
     if isRunningOnMainQueue() {
         MainActor.assumeIsolated { body() }
     } else {

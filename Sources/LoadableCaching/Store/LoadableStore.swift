@@ -119,7 +119,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         // store is let go on the main actor but for rare cases, which unhook a moment later.
         let entries = Array(entries.values)
         guard !entries.isEmpty else { return }
-        runOnMainActorFromAnyThread { Self.unsubscribe(entries) }
+        runOnMainActor { Self.unsubscribe(entries) }
     }
 
     /// Unsubscribes each entry from its loadable's core (the store let go of them).
@@ -303,7 +303,7 @@ public final class LoadableStore<Key: Hashable & Sendable, Value: SyncableLoadab
         let key = entry.key
         if let core = entry.core {
             requireValid(
-                core.subscriber(StoreEntryNode.self) == nil,
+                !core.containsSubscriber(where: { $0 is StoreEntryNode }),
                 "LoadableStore: make(\(key)) returned a loadable that is already an entry of a store; an entry must own its loadable, so make must return a new one for every key"
             )
             core.subscribe(entry as StoreEntryNode)

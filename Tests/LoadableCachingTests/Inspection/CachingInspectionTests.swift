@@ -53,7 +53,7 @@ struct CachingInspectionTests {
     )
     func leases() async throws {
         let clock = ManualClock()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let turn = await takeInspectorTurn(attaching: inspector)
         defer { turn.end() }
 
@@ -125,7 +125,7 @@ struct CachingInspectionTests {
     )
     func storeSnapshot() async throws {
         let clock = ManualClock()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let turn = await takeInspectorTurn(attaching: inspector)
         defer { turn.end() }
 
@@ -196,7 +196,7 @@ struct CachingInspectionTests {
     func cacheEvents() async throws {
         let clock = ManualClock()
         let wall = PersistenceWallClock()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let turn = await takeInspectorTurn(attaching: inspector)
         defer { turn.end() }
 
@@ -261,7 +261,7 @@ struct CachingInspectionTests {
     )
     func outboxEvents() async throws {
         let clock = ManualClock()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let turn = await takeInspectorTurn(attaching: inspector)
         defer { turn.end() }
 
@@ -331,7 +331,7 @@ struct CachingInspectionTests {
     @Test("a coalesced enqueue reports the id of the item that absorbed the change")
     func coalescedEnqueue() async {
         let clock = ManualClock()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let turn = await takeInspectorTurn(attaching: inspector)
         defer { turn.end() }
 
@@ -363,8 +363,8 @@ struct CachingInspectionTests {
     @Test("nothing is recorded by an inspector that is not attached, nor after detach()")
     func nothingWhenDetached() async throws {
         let clock = ManualClock()
-        let idle = LoadableInspector(clock: clock)  // made, never attached
-        let inspector = LoadableInspector(clock: clock)
+        let idle = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)  // made, never attached
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         let turn = await takeInspectorTurn(attaching: inspector)
         defer { turn.end() }
         let store = LoadableStore<Int, AsyncLoadable<Int>>(

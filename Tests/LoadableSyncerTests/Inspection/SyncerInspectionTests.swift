@@ -143,7 +143,7 @@ private struct InspectedBusyAnswer: RetryAfterProviding {
         }
         let clock = ManualClock()
         let activity = ActivityMonitor()
-        let inspector = LoadableInspector(clock: clock)
+        let inspector = LoadableInspector(clock: clock, capacity: inspectorTestCapacity)
         inspector.attach()
         let label = "syncer-inspection.simulated-offline"
         let feed = AsyncLoadable<Int>(clock: clock) { 1 }
