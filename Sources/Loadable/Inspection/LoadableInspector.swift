@@ -59,7 +59,14 @@ public final class LoadableInspector {
 
     /// Makes this the inspector that records the package's events, detaching the one attached
     /// before, if any. Attaching it again does nothing.
+    ///
+    /// A sync that began before the inspector was attached (or while it was detached) ends with a
+    /// `duration` of zero: the inspector did not see it begin.
     public func attach() {
+        guard LoadableInspection.inspector !== self else { return }
+        // Starts seen before a detach may belong to syncs that ended unseen since.
+        syncStarts.removeAll()
+        syncStatuses.removeAll()
         LoadableInspection.inspector = self
     }
 
