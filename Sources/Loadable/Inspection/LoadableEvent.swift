@@ -20,8 +20,9 @@
 public enum LoadableEvent: Sendable, Equatable, Codable {
     /// A sync began.
     case syncStarted(label: String, time: Duration)
-    /// A sync ended, `duration` after it began; `status` is the HTTP status that ended it (`200`,
-    /// or `304` for a sync that confirmed the contents) when the loadable speaks HTTP.
+    /// A sync ended, `duration` after it began (zero when the inspector did not see it begin);
+    /// `status` is the HTTP status that ended it (`200`, or `304` for a sync that confirmed the
+    /// contents) when the loadable speaks HTTP.
     case syncEnded(label: String, time: Duration, duration: Duration, result: SyncResult, status: Int?)
     /// A retry of a failed sync was scheduled `delay` from now, for `cause`.
     case retryScheduled(label: String, time: Duration, delay: Duration, cause: RetryCause)
