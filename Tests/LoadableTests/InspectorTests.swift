@@ -1,5 +1,6 @@
 import Foundation
 import Loadable
+import LoadableSupport
 import LoadableTestSupport
 import LoadableTesting
 import Testing
@@ -319,6 +320,18 @@ struct InspectorTests {
         let stream = inspector!.events
         weak let released = inspector
         inspector = nil
+        #expect(released == nil)
+        var count = 0
+        for await _ in stream { count += 1 }
+        #expect(count == 0)
+    }
+
+    @Test("an inspector released on another thread ends its streams")
+    func releasedOnAnotherThread() async {
+        let box = Locked<LoadableInspector?>(LoadableInspector(clock: clock))
+        let stream = box.withLock { $0!.events }
+        weak let released = box.withLock { $0 }
+        releaseOnAnotherThread(box)
         #expect(released == nil)
         var count = 0
         for await _ in stream { count += 1 }
