@@ -88,21 +88,26 @@ extension Loadable where Contents: Codable & Sendable {
             else { return }
             let savedAt = now()
             let metadata = self.baseMetadata
-            // Whether an inspector is to hear how the write ended: read now, on the main actor, so
-            // that a write nobody inspects hands nothing more over than before (only its error).
-            let isInspected = LoadableInspection.inspector != nil
-            // Holds the persistence and the loadable weakly: a job waiting in the queue does not
-            // keep them alive.
-            let report: @Sendable (LoadableCacheError?, CacheWriteEnd) -> (@MainActor () -> Void)? = {
-                [weak self, weak persistence] error, end in
-                if let error {
-                    return { [weak persistence] in persistence?.report(error) }
-                }
-                guard isInspected else { return nil }
-                return { [weak self] in
+            // Whether an inspector is to hear how the write ended: decided now, on the main actor,
+            // so that a write nobody inspects hands nothing more over than before (only its
+            // error), and takes no weak reference to the loadable (its first one allocates).
+            let recordEnd: (@MainActor @Sendable (CacheWriteEnd) -> Void)?
+            if LoadableInspection.inspector != nil {
+                recordEnd = { [weak self] end in
                     guard let self, let inspector = LoadableInspection.inspector else { return }
                     end.record(about: self, in: inspector)
                 }
+            } else {
+                recordEnd = nil
+            }
+            // Holds the persistence weakly: a job waiting in the queue does not keep it alive.
+            let report: @Sendable (LoadableCacheError?, CacheWriteEnd) -> (@MainActor () -> Void)? = {
+                [weak persistence] error, end in
+                if let error {
+                    return { [weak persistence] in persistence?.report(error) }
+                }
+                guard let recordEnd else { return nil }
+                return { recordEnd(end) }
             }
             let save: CacheQueue.Work = {
                 report(await settings.save(contents, savedAt: savedAt, metadata: metadata), .saved)
