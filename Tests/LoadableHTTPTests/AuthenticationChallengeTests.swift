@@ -44,7 +44,7 @@ struct Challenge: Sendable, CustomTestStringConvertible {
 /// whatever its scheme: on Linux, FoundationNetworking never completes a task whose 401 carries
 /// a `Basic` challenge when its delegate asks for default handling.
 @MainActor
-@Suite("A 401 or 407 with a challenge completes as a status", .timeLimit(.minutes(1)))
+@Suite("A 401 or 407 with a challenge completes as a status", .timeLimit(.minutes(3)))
 struct AuthenticationChallengeTests {
     /// Checks that `error` is `challenge`'s refusal, not retryable.
     private func expectRefusal(

@@ -29,7 +29,7 @@ enum PathSend: String, CaseIterable, CustomTestStringConvertible {
 /// An idempotency key that a header cannot carry fails the send before anything goes out, instead
 /// of going out without a key (`URLRequest` drops such a value silently).
 @MainActor
-@Suite("An idempotency key a header cannot carry fails the send", .timeLimit(.minutes(1)))
+@Suite("An idempotency key a header cannot carry fails the send", .timeLimit(.minutes(3)))
 struct IdempotencyKeyHeaderTests {
     /// A key, shown as a Swift literal in the test's name, so that a control character shows.
     struct Key: CustomTestStringConvertible, Sendable {

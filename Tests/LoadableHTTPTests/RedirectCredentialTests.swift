@@ -14,7 +14,7 @@ import Testing
 /// A redirect to another origin (scheme, host or port) never carries `Authorization`,
 /// `Proxy-Authorization` or `Cookie`; a redirect within the origin keeps them.
 @MainActor
-@Suite("A redirect to another origin never carries credentials", .timeLimit(.minutes(1)))
+@Suite("A redirect to another origin never carries credentials", .timeLimit(.minutes(3)))
 struct RedirectCredentialTests {
     /// The headers a redirected request must not take to another origin.
     static let credentials = ["Authorization", "Proxy-Authorization", "Cookie"]

@@ -51,7 +51,7 @@ enum WriteForm: String, CaseIterable, CustomTestStringConvertible {
 /// Preconditions and headers of a send, `HTTPResponse`, the conflict properties of
 /// `HTTPLoadableError`, and `HTTPLoadable.etag`/`lastModified`, through a scripted transport.
 @MainActor
-@Suite(.timeLimit(.minutes(1))) struct SendHeadersTests {
+@Suite(.timeLimit(.minutes(3))) struct SendHeadersTests {
     let transport = ScriptedTransport()
 
     func service(headers: [String: String] = [:]) -> HTTPService {

@@ -10,7 +10,7 @@ import Testing
 
 /// A path of `HTTPService.request(_:_:query:)` never leaves the base URL's path: its `.` and `..`
 /// segments are resolved inside it, never climbing above it.
-@Suite("A service's path never leaves the base URL's path", .timeLimit(.minutes(1)))
+@Suite("A service's path never leaves the base URL's path", .timeLimit(.minutes(3)))
 struct ServicePathTests {
     /// A path as the caller writes it, and the path of the URL it gives, percent-encoded.
     struct Case: CustomTestStringConvertible, Sendable {

@@ -76,7 +76,7 @@ private final class UploadServer: Sendable {
 
 /// The 401 retry of `HTTPService.send(_:)` never sends a body stream that the refused request read.
 @MainActor
-@Suite("A body stream spent by a refused request is never sent again", .timeLimit(.minutes(1)))
+@Suite("A body stream spent by a refused request is never sent again", .timeLimit(.minutes(3)))
 struct SpentBodyStreamTests {
     /// A service of `backend` whose token loadable is `t1` already, and the token loadable.
     private func service(_ backend: UploadServer) async throws -> (HTTPService, HTTPLoadable<String>) {
