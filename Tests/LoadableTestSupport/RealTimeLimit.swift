@@ -19,17 +19,17 @@ import LoadableSupport
 ///
 /// - Parameters:
 ///   - what: What `operation` does, for the error.
-///   - seconds: How long `operation` may take; 30 by default, far more than a request to a
-///     server on 127.0.0.1 takes on a loaded machine. Four times as long under ThreadSanitizer,
-///     where a full parallel run makes every main-actor turn many times slower (a send through a
-///     token waiter, four exchanges and a dozen turns, once went past 30 s there).
+///   - seconds: How long `operation` may take; 60 by default, far more than a request to a
+///     server on 127.0.0.1 takes alone, and twice what one took in a full parallel run (a send
+///     through a token waiter: 17 ms alone, 20-31 s with every suite running). Four times as
+///     long under ThreadSanitizer, where every main-actor turn is many times slower still.
 ///   - operation: The work.
 /// - Returns: What `operation` returns.
 /// - Throws: What `operation` throws; ``RealTimeLimitExceeded`` after `seconds`.
 @MainActor
 public func withRealTimeLimit<Result: Sendable>(
     _ what: String,
-    seconds: Int = 30,
+    seconds: Int = 60,
     _ operation: @escaping @MainActor () async throws -> Result
 ) async throws -> Result {
     let outcome = OneOutcome<Result>()
