@@ -20,7 +20,7 @@ extension SyncedCollection: LoadableInspectorSource {
         }
         snapshot.collections.append(
             LoadableInspectorSnapshot.Collection(
-                label: inspectorLabel, state: Self.inspectorStateName(core.state),
+                label: inspectorLabel, state: LoadableInspectorSnapshot.stateName(core.state),
                 age: core.age.map(LoadableEvent.seconds), records: records, pending: pending,
                 conflicts: conflicts, leases: live?.liveCount ?? 0))
     }
@@ -31,16 +31,6 @@ extension SyncedCollection: LoadableInspectorSource {
     /// The collection, when `label` is its label.
     package func inspectorTarget(labeled label: String) -> (any SyncableLoadable)? {
         label == inspectorLabel ? self : nil
-    }
-
-    /// `state` as the snapshot names it.
-    static func inspectorStateName(_ state: LoadableState) -> String {
-        switch state {
-        case .idle: "idle"
-        case .syncing: "syncing"
-        case .didSyncSuccessfully: "didSyncSuccessfully"
-        case .didFailToSync: "didFailToSync"
-        }
     }
 
     /// Gives the collection its default `inspectorLabel`, the type and the key

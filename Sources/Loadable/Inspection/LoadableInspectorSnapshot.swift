@@ -28,6 +28,17 @@ public struct LoadableInspectorSnapshot: Sendable, Equatable, Codable {
         self.isOfflineSimulated = isOfflineSimulated
     }
 
+    /// `state` as a snapshot names it (`idle`, `syncing`, `didSyncSuccessfully`, `didFailToSync`):
+    /// the one mapping the snapshot's sources share.
+    package static func stateName(_ state: LoadableState) -> String {
+        switch state {
+        case .idle: "idle"
+        case .syncing: "syncing"
+        case .didSyncSuccessfully: "didSyncSuccessfully"
+        case .didFailToSync: "didFailToSync"
+        }
+    }
+
     /// A store's entry: one loadable of a keyed store.
     public struct Entry: Sendable, Equatable, Codable {
         /// The loadable's label (``PureLoadable/inspectorLabel``); what an action names.

@@ -15,7 +15,7 @@ extension LoadableStore: LoadableInspectorSource {
             }
             snapshot.entries.append(
                 LoadableInspectorSnapshot.Entry(
-                    label: value.inspectorLabel, key: "\(entry.key)", state: Self.name(of: state),
+                    label: value.inspectorLabel, key: "\(entry.key)", state: LoadableInspectorSnapshot.stateName(state),
                     age: entry.core?.age.map(LoadableEvent.seconds), isStale: value.isStaleUntracked,
                     leases: entry.leaseCount, hasPendingChanges: entry.core?.hasPendingChanges ?? false,
                     error: error))
@@ -30,15 +30,5 @@ extension LoadableStore: LoadableInspectorSource {
     /// The loadable of the entry labelled `label`, if the store has one.
     package func inspectorTarget(labeled label: String) -> (any SyncableLoadable)? {
         orderedEntries(where: { _ in true }).first { $0.value.inspectorLabel == label }?.value
-    }
-
-    /// The state as a snapshot names it.
-    private static func name(of state: LoadableState) -> String {
-        switch state {
-        case .idle: "idle"
-        case .syncing: "syncing"
-        case .didSyncSuccessfully: "didSyncSuccessfully"
-        case .didFailToSync: "didFailToSync"
-        }
     }
 }
